@@ -1,0 +1,56 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import autoload from '@fastify/autoload'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { fileURLToPath } from 'node:url'
+import { dirname, join } from 'node:path'
+import type { Config } from './lib/config.ts'
+import type { DatabaseHandle } from './db/index.ts'
+import { loggerOptions } from './lib/logger.ts'
+import configPlugin from './plugins/config.ts'
+import errorsPlugin from './plugins/errors.ts'
+import corsPlugin from './plugins/cors.ts'
+import swaggerPlugin from './plugins/swagger.ts'
+import dbPlugin from './plugins/db.ts'
+import responseCachePlugin from './plugins/response-cache.ts'
+
+const root = dirname(fileURLToPath(import.meta.url))
+// The sources run as TypeScript through tsx's --import hook, which @fastify/autoload cannot detect by itself.
+if (import.meta.url.endsWith('.ts')) process.env.FASTIFY_AUTOLOAD_TYPESCRIPT ??= '1'
+
+export interface BuildOptions {
+  config: Config
+  // An already open database (tests); otherwise the app opens one from the configuration.
+  db?: DatabaseHandle
+  logger?: FastifyServerOptions['logger']
+}
+
+// TRUST_PROXY: true/false, a hop count, or a comma-separated list of proxy addresses/CIDRs.
+export function trustProxySetting(value: string | undefined): FastifyServerOptions['trustProxy'] {
+  if (value === undefined || value === '' || value === 'false') return false
+  if (value === 'true') return true
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value)
+    return (_address: string, hop: number) => hop < hops
+  }
+  return value.split(',').map((s) => s.trim())
+}
+
+export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
+  const { config } = options
+  const app = Fastify({
+    logger: options.logger ?? loggerOptions(config.LOG_LEVEL),
+    trustProxy: trustProxySetting(config.TRUST_PROXY),
+    ajv: { customOptions: { coerceTypes: 'array', removeAdditional: true, useDefaults: true, allErrors: false } },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle'
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  await app.register(configPlugin, { config })
+  await app.register(errorsPlugin)
+  await app.register(corsPlugin)
+  await app.register(swaggerPlugin)
+  await app.register(dbPlugin, { handle: options.db })
+  await app.register(responseCachePlugin)
+  await app.register(autoload, { dir: join(root, 'routes'), forceESM: true })
+  return app
+}

@@ -1,0 +1,7 @@
+import type { Migration } from 'kysely'
+import * as placemarks from './001_placemarks.ts'
+
+// Listed statically so the migrator needs no file-system discovery; names sort in apply order.
+export const migrations: Record<string, Migration> = {
+  '001_placemarks': placemarks
+}

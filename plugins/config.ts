@@ -1,0 +1,13 @@
+import fp from 'fastify-plugin'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../lib/config.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+  }
+}
+
+export default fp(async function config(app: FastifyInstance, opts: { config: Config }) {
+  app.decorate('config', opts.config)
+}, { name: 'config' })

@@ -1,0 +1,111 @@
+import fp from 'fastify-plugin'
+import { createHash } from 'node:crypto'
+import { gzipSync } from 'node:zlib'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { sql } from 'kysely'
+import { LruCache } from '../lib/lru.ts'
+
+interface CachedResponse {
+  body: Buffer
+  gzip: Buffer | null
+  etag: string
+  version: number
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    datasetVersion: { current(): number; refresh(): Promise<number> }
+  }
+  interface FastifyRequest {
+    datasetCacheVersion: number
+  }
+  interface FastifyContextConfig {
+    // Routes whose answers depend only on the imported dataset and the URL.
+    datasetCache?: boolean
+  }
+}
+
+const GZIP_MIN_BYTES = 1024
+
+export interface ResponseCacheOptions {
+  pollMs?: number
+  maxEntries?: number
+  maxBytes?: number
+}
+
+/**
+ * Placemark data changes only by import, so each answer is kept serialized per URL and reused until
+ * the dataset version (bumped by every import) changes. Every instance polls the version, so an import
+ * shows on all of them within one poll interval.
+ */
+export default fp(async function responseCache(app: FastifyInstance, opts: ResponseCacheOptions) {
+  const cache = new LruCache<CachedResponse>(opts.maxEntries ?? 10_000, opts.maxBytes ?? 128 * 1024 * 1024)
+  let version = -1
+
+  const readVersion = async (): Promise<number> => {
+    const { rows } = await sql<{ version: number | null }>`SELECT max(version)::int AS version FROM dataset`.execute(app.db)
+    return rows[0]?.version ?? 0
+  }
+  const refresh = async (): Promise<number> => {
+    const next = await readVersion()
+    if (next !== version) {
+      cache.clear()
+      version = next
+    }
+    return version
+  }
+  await refresh()
+  app.decorate('datasetVersion', { current: () => version, refresh })
+
+  const pollMs = opts.pollMs ?? 1000
+  const timer = setInterval(() => {
+    // While the database is away the cached answers stay valid: they only change by import.
+    refresh().catch((err: unknown) => app.log.debug({ err }, 'dataset version poll failed'))
+  }, pollMs)
+  timer.unref()
+  app.addHook('onClose', async () => clearInterval(timer))
+
+  const send = (request: FastifyRequest, reply: FastifyReply, entry: CachedResponse) => {
+    reply.header('etag', entry.etag).header('cache-control', 'public, max-age=0, must-revalidate').header('vary', 'accept-encoding')
+    if (request.headers['if-none-match'] === entry.etag) return reply.code(304).send()
+    reply.type('application/json; charset=utf-8')
+    if (entry.gzip && /\bgzip\b/.test(request.headers['accept-encoding'] ?? '')) {
+      return reply.header('content-encoding', 'gzip').send(entry.gzip)
+    }
+    return reply.send(entry.body)
+  }
+
+  app.decorateRequest('datasetCacheVersion', -1)
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.routeOptions.config.datasetCache || request.method !== 'GET') return
+    request.datasetCacheVersion = version
+    const entry = cache.get(request.url)
+    if (entry && entry.version === version) return send(request, reply, entry)
+  })
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (!request.routeOptions.config.datasetCache || request.method !== 'GET' || reply.statusCode !== 200) return payload
+    if (reply.getHeader('content-encoding') || typeof payload !== 'string') return payload
+    // An import that landed while this request ran may have changed the data it read: don't keep it.
+    if (request.datasetCacheVersion !== version) return payload
+    const body = Buffer.from(payload)
+    const hash = createHash('sha1').update(body).digest('base64url').slice(0, 22)
+    const entry: CachedResponse = {
+      body,
+      gzip: body.length >= GZIP_MIN_BYTES ? gzipSync(body, { level: 6 }) : null,
+      etag: `"${version}-${hash}"`,
+      version
+    }
+    cache.set(request.url, entry, body.length + (entry.gzip?.length ?? 0) + request.url.length)
+    reply.header('etag', entry.etag).header('cache-control', 'public, max-age=0, must-revalidate').header('vary', 'accept-encoding')
+    if (request.headers['if-none-match'] === entry.etag) {
+      reply.code(304)
+      return ''
+    }
+    if (entry.gzip && /\bgzip\b/.test(request.headers['accept-encoding'] ?? '')) {
+      reply.header('content-encoding', 'gzip')
+      return entry.gzip
+    }
+    return payload
+  })
+}, { name: 'response-cache', dependencies: ['db'] })

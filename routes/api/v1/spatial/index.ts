@@ -1,0 +1,30 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { BboxQuery, BboxResponse } from '../../../../schemas/placemarks.ts'
+import { errors } from '../../../../schemas/common.ts'
+import { placemarksInBox } from '../../../../db/placemarks.ts'
+import { HttpError } from '../../../../lib/errors.ts'
+
+const spatial: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/bbox', {
+    config: { datasetCache: true },
+    schema: {
+      tags: ['Placemarks'],
+      summary: 'Placemarks intersecting a bounding box',
+      description: 'Placemarks whose geometry intersects the box, boundary inclusive, as PostGIS `ST_Intersects` means it: a line crossing the box counts even with no vertex inside, and a box inside a polygon counts (but not one inside a hole). ' +
+        'Ordered by id. All four bounds are required; latitudes in [-90, 90], longitudes in [-180, 180], `min_lat <= max_lat`. ' +
+        '`min_lon > max_lon` means the box crosses the antimeridian. `limit` 1..10000 (default 1000).',
+      querystring: BboxQuery,
+      response: { 200: BboxResponse, ...errors(400) }
+    }
+  }, async (request) => {
+    const { min_lon, min_lat, max_lon, max_lat, limit } = request.query
+    for (const [key, value] of Object.entries({ min_lon, min_lat, max_lon, max_lat })) {
+      if (!Number.isFinite(value)) throw new HttpError(400, `querystring/${key} must be a finite number`)
+    }
+    if (min_lat > max_lat) throw new HttpError(400, 'querystring/min_lat must be <= max_lat')
+    const placemarks = await placemarksInBox(app.db, { minLon: min_lon, minLat: min_lat, maxLon: max_lon, maxLat: max_lat }, limit)
+    return { placemarks, bbox: { min_lon, min_lat, max_lon, max_lat }, count: placemarks.length }
+  })
+}
+
+export default spatial

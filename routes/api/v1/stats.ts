@@ -1,0 +1,17 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { StatsResponse } from '../../../schemas/placemarks.ts'
+import { datasetStats } from '../../../db/placemarks.ts'
+
+const stats: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/stats', {
+    config: { datasetCache: true },
+    schema: {
+      tags: ['Placemarks'],
+      summary: 'Dataset statistics',
+      description: '`top_folders` holds the 10 folder names with the most placemarks (a placemark counts for every level of its path), ties by name.',
+      response: { 200: StatsResponse }
+    }
+  }, async () => datasetStats(app.db))
+}
+
+export default stats

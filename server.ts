@@ -1,0 +1,43 @@
+import { buildApp } from './app.ts'
+import { ConfigError, loadConfig } from './lib/config.ts'
+
+async function main(): Promise<void> {
+  let config
+  try {
+    config = loadConfig()
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`error: ${err.message}`)
+      process.exit(1)
+    }
+    throw err
+  }
+  const app = await buildApp({ config })
+  let closing = false
+  const shutdown = async (signal: string) => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    const force = setTimeout(() => {
+      app.log.error('shutdown took too long; exiting')
+      process.exit(1)
+    }, 10_000)
+    force.unref()
+    try {
+      await app.close()
+      process.exit(0)
+    } catch (err) {
+      app.log.error({ err }, 'error during shutdown')
+      process.exit(1)
+    }
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', () => void shutdown('SIGINT'))
+  await app.listen({ port: config.PORT, host: config.HOST })
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof Error ? err.message : String(err)
+  console.error(`error: the server could not start: ${message}`)
+  process.exit(1)
+})
