@@ -1,11 +1,13 @@
+/** [lon, lat] */
 export type Position = [number, number]
 export type Geometry =
   | { type: 'Point'; coordinates: Position }
   | { type: 'LineString'; coordinates: Position[] }
   | { type: 'Polygon'; coordinates: Position[][] }
+/** A lon/lat rectangle; minLon > maxLon means it crosses the antimeridian. */
 export interface Box { minLon: number; minLat: number; maxLon: number; maxLat: number }
 
-// A box whose west edge is east of its east edge crosses the antimeridian: two boxes on the plane.
+/** The box as planar rectangles: itself, or its two halves either side of the antimeridian. */
 export function splitBox(box: Box): Box[] {
   if (box.minLon <= box.maxLon) return [box]
   return [
@@ -14,9 +16,13 @@ export function splitBox(box: Box): Box[] {
   ]
 }
 
+/** Bounding box of a geometry (of the outer ring for a polygon); empty geometries give infinite bounds. */
 export function boundsOf(g: Geometry): Box {
-  const points: Position[] = g.type === 'Point' ? [g.coordinates] : g.type === 'LineString' ? g.coordinates : g.coordinates[0]
-  let minLon = Infinity, minLat = Infinity, maxLon = -Infinity, maxLat = -Infinity
+  const points: Position[] = g.type === 'Point' ? [g.coordinates] : g.type === 'LineString' ? g.coordinates : (g.coordinates[0] ?? [])
+  let minLon = Infinity
+  let minLat = Infinity
+  let maxLon = -Infinity
+  let maxLat = -Infinity
   for (const [lon, lat] of points) {
     if (lon < minLon) minLon = lon
     if (lon > maxLon) maxLon = lon
@@ -26,61 +32,47 @@ export function boundsOf(g: Geometry): Box {
   return { minLon, minLat, maxLon, maxLat }
 }
 
-function pointInBox([x, y]: Position, b: Box): boolean {
-  return x >= b.minLon && x <= b.maxLon && y >= b.minLat && y <= b.maxLat
+function pointInBox(p: Position, b: Box): boolean {
+  return p[0] >= b.minLon && p[0] <= b.maxLon && p[1] >= b.minLat && p[1] <= b.maxLat
 }
 
-function orientation(a: Position, b: Position, c: Position): number {
-  const v = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+// Sign of the cross product (b - a) × (c - a): which side of line ab the point c is on.
+function side(a: Position, b: Position, cx: number, cy: number): number {
+  const v = (b[0] - a[0]) * (cy - a[1]) - (b[1] - a[1]) * (cx - a[0])
   return v > 0 ? 1 : v < 0 ? -1 : 0
 }
 
-function onSegment(a: Position, b: Position, p: Position): boolean {
-  return Math.min(a[0], b[0]) <= p[0] && p[0] <= Math.max(a[0], b[0]) && Math.min(a[1], b[1]) <= p[1] && p[1] <= Math.max(a[1], b[1])
-}
-
-function segmentsIntersect(p1: Position, p2: Position, q1: Position, q2: Position): boolean {
-  const o1 = orientation(p1, p2, q1)
-  const o2 = orientation(p1, p2, q2)
-  const o3 = orientation(q1, q2, p1)
-  const o4 = orientation(q1, q2, p2)
-  if (o1 !== o2 && o3 !== o4) return true
-  if (o1 === 0 && onSegment(p1, p2, q1)) return true
-  if (o2 === 0 && onSegment(p1, p2, q2)) return true
-  if (o3 === 0 && onSegment(q1, q2, p1)) return true
-  if (o4 === 0 && onSegment(q1, q2, p2)) return true
-  return false
-}
-
-// Closed segment against closed rectangle: an end inside, or a crossing of one of the four edges.
+/**
+ * Closed segment against closed rectangle by separating axes: the x and y extents must overlap and
+ * the segment's line must not leave all four corners strictly on one side.
+ */
 function segmentIntersectsBox(a: Position, b: Position, box: Box): boolean {
-  if (pointInBox(a, box) || pointInBox(b, box)) return true
   if (Math.max(a[0], b[0]) < box.minLon || Math.min(a[0], b[0]) > box.maxLon) return false
   if (Math.max(a[1], b[1]) < box.minLat || Math.min(a[1], b[1]) > box.maxLat) return false
-  const sw: Position = [box.minLon, box.minLat]
-  const se: Position = [box.maxLon, box.minLat]
-  const ne: Position = [box.maxLon, box.maxLat]
-  const nw: Position = [box.minLon, box.maxLat]
-  return segmentsIntersect(a, b, sw, se) || segmentsIntersect(a, b, se, ne) ||
-    segmentsIntersect(a, b, ne, nw) || segmentsIntersect(a, b, nw, sw)
+  const s1 = side(a, b, box.minLon, box.minLat)
+  const s2 = side(a, b, box.maxLon, box.minLat)
+  const s3 = side(a, b, box.maxLon, box.maxLat)
+  const s4 = side(a, b, box.minLon, box.maxLat)
+  return !((s1 > 0 && s2 > 0 && s3 > 0 && s4 > 0) || (s1 < 0 && s2 < 0 && s3 < 0 && s4 < 0))
 }
 
+// A ring is tested with its closing segment whether or not the last position repeats the first.
 function pathIntersectsBox(points: Position[], box: Box, closed: boolean): boolean {
+  if (points.length === 0) return false
   if (points.length === 1) return pointInBox(points[0], box)
-  for (let i = 0; i + 1 < points.length; i++) {
-    if (segmentIntersectsBox(points[i], points[i + 1], box)) return true
+  for (let i = 1; i < points.length; i++) {
+    if (segmentIntersectsBox(points[i - 1], points[i], box)) return true
   }
-  if (closed && points.length > 2) return segmentIntersectsBox(points[points.length - 1], points[0], box)
-  return false
+  return closed && segmentIntersectsBox(points[points.length - 1], points[0], box)
 }
 
-// Even-odd ray casting; callers only ask for points known not to lie on the ring.
-function pointInRing([x, y]: Position, ring: Position[]): boolean {
+/** Even-odd ray casting; only called for points known not to lie on the ring. */
+function pointInRing(x: number, y: number, ring: Position[]): boolean {
   let inside = false
   for (let i = 0, j = ring.length - 1; i < ring.length; j = i++) {
     const [xi, yi] = ring[i]
     const [xj, yj] = ring[j]
-    if ((yi > y) !== (yj > y) && x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) inside = !inside
+    if (yi > y !== yj > y && x < xi + ((y - yi) * (xj - xi)) / (yj - yi)) inside = !inside
   }
   return inside
 }
@@ -93,16 +85,22 @@ function intersectsPlainBox(g: Geometry, box: Box): boolean {
       return pathIntersectsBox(g.coordinates, box, false)
     case 'Polygon': {
       const rings = g.coordinates
+      if (rings.length === 0 || rings[0].length === 0) return false
+      // Covers a polygon lying wholly inside the box too: its outer ring's edges are inside.
       if (rings.some((ring) => pathIntersectsBox(ring, box, true))) return true
-      // No edge touches the box, so the box lies wholly inside or outside each ring: one point decides.
-      const probe: Position = [box.minLon, box.minLat]
-      if (!pointInRing(probe, rings[0])) return false
-      return !rings.slice(1).some((hole) => pointInRing(probe, hole))
+      // No edge meets the box, so the box is wholly inside or outside each ring and its centre decides.
+      const cx = (box.minLon + box.maxLon) / 2
+      const cy = (box.minLat + box.maxLat) / 2
+      if (!pointInRing(cx, cy, rings[0])) return false
+      for (let i = 1; i < rings.length; i++) {
+        if (pointInRing(cx, cy, rings[i])) return false
+      }
+      return true
     }
   }
 }
 
-/** ST_Intersects between a geometry and a lon/lat rectangle, boundary inclusive, planar. */
+/** Planar ST_Intersects between a geometry and a lon/lat rectangle, boundary inclusive; handles antimeridian boxes. */
 export function intersectsBox(g: Geometry, box: Box): boolean {
   return splitBox(box).some((b) => intersectsPlainBox(g, b))
 }

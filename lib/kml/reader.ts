@@ -90,7 +90,7 @@ function buildGeometry(p: PlacemarkState): KmlGeometry | string {
 }
 
 /** Streams KmlItems out of KML text chunks; memory holds one placemark at a time, never the file. */
-export async function* readKml(chunks: AsyncIterable<string | Buffer>): AsyncGenerator<KmlItem> {
+export async function* readKml(chunks: AsyncIterable<string | Buffer> | Iterable<string | Buffer>): AsyncGenerator<KmlItem> {
   const parser = new SaxesParser({ position: true })
   const decoder = new TextDecoder('utf-8')
   const queue: KmlItem[] = []

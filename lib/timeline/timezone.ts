@@ -1,10 +1,19 @@
+// Imports call zonedToUtc once per placemark, and building an Intl formatter is the slow part.
 const formatters = new Map<string, Intl.DateTimeFormat>()
 
-function formatter(tz: string): Intl.DateTimeFormat {
+function formatterFor(tz: string): Intl.DateTimeFormat {
   let f = formatters.get(tz)
-  if (!f) {
+  if (f === undefined) {
     f = new Intl.DateTimeFormat('en-US', {
-      timeZone: tz, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric'
+      timeZone: tz,
+      hourCycle: 'h23',
+      era: 'short',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric'
     })
     formatters.set(tz, f)
   }
@@ -12,34 +21,60 @@ function formatter(tz: string): Intl.DateTimeFormat {
 }
 
 export function isValidTimeZone(tz: string): boolean {
-  if (!tz) return false
+  if (typeof tz !== 'string' || tz.trim() === '') return false
   try {
-    formatter(tz)
+    formatterFor(tz)
     return true
   } catch {
     return false
   }
 }
 
-// Offset of the zone from UTC at an instant, in milliseconds (local = utc + offset).
-function offsetAt(utcMs: number, tz: string): number {
-  const parts = formatter(tz).formatToParts(new Date(utcMs))
-  const get = (type: string) => Number(parts.find((p) => p.type === type)?.value)
-  const local = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'))
-  return local - Math.floor(utcMs / 1000) * 1000
+// Date.UTC maps years 0..99 to 1900..1999; setUTCFullYear takes the year literally.
+function utcMs(y: number, mo: number, d: number, h: number, mi: number, s: number): number {
+  const date = new Date(0)
+  date.setUTCFullYear(y, mo - 1, d)
+  date.setUTCHours(h, mi, s, 0)
+  return date.getTime()
 }
 
+// The zone's offset from UTC at an instant in ms (wall clock = instant + offset); the formatter has whole seconds only.
+function offsetAt(instant: number, tz: string): number {
+  const seconds = Math.floor(instant / 1000) * 1000
+  let y = 0, mo = 1, d = 1, h = 0, mi = 0, s = 0
+  let bc = false
+  for (const part of formatterFor(tz).formatToParts(new Date(seconds))) {
+    switch (part.type) {
+      case 'year': y = Number(part.value); break
+      case 'month': mo = Number(part.value); break
+      case 'day': d = Number(part.value); break
+      case 'hour': h = Number(part.value) % 24; break
+      case 'minute': mi = Number(part.value); break
+      case 'second': s = Number(part.value); break
+      case 'era': bc = /^B/i.test(part.value); break
+    }
+  }
+  if (bc) y = 1 - y
+  return utcMs(y, mo, d, h, mi, s) - seconds
+}
+
+const DAY = 86_400_000
+
 /**
- * The UTC instant of a wall-clock time in a zone. A time skipped by a spring-forward change moves
- * forward by the gap; a time repeated by a fall-back change takes its first (earlier) occurrence.
+ * The UTC instant of a wall-clock time in an IANA zone. A time inside a spring-forward gap moves
+ * forward by the gap; a time repeated by a fall-back overlap takes its first (earlier) occurrence.
+ * Throws RangeError for an unknown zone.
  */
 export function zonedToUtc(y: number, mo: number, d: number, h: number, mi: number, s: number, tz: string): Date {
-  const wall = Date.UTC(y, mo - 1, d, h, mi, s)
-  // Offsets a few hours either side cover every transition: try both and keep the ones that round-trip.
-  const before = offsetAt(wall - 6 * 3600_000, tz)
-  const after = offsetAt(wall + 6 * 3600_000, tz)
-  const candidates = [...new Set([before, after])].map((off) => wall - off).filter((utc) => utc + offsetAt(utc, tz) === wall)
-  if (candidates.length) return new Date(Math.min(...candidates))
-  // In a gap: read the wall time with the offset from before the change, which lands after the gap.
-  return new Date(wall - before)
+  const wall = utcMs(y, mo, d, h, mi, s)
+  // Offsets never exceed a day, so the offsets a day either side are those before and after any nearby change.
+  const before = offsetAt(wall - DAY, tz)
+  const after = offsetAt(wall + DAY, tz)
+  let best: number | null = null
+  for (const offset of before === after ? [before] : [before, after]) {
+    const instant = wall - offset
+    if (instant + offsetAt(instant, tz) === wall && (best === null || instant < best)) best = instant
+  }
+  // No offset reproduces the wall time, so it is in a gap: reading it with the earlier offset lands past the gap.
+  return new Date(best ?? wall - before)
 }

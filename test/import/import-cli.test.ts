@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -21,7 +21,7 @@ function runImport(args: string[], env: Record<string, string>): Promise<Run> {
   })
 }
 
-const oneLine = (t: Tap.Test, run: Run, pattern: RegExp) => {
+const oneLine = (t: Test, run: Run, pattern: RegExp) => {
   t.equal(run.code, 1)
   t.match(run.stderr.trim(), pattern)
   t.equal(run.stderr.trim().split('\n').length, 1, 'one line, no stack trace')
