@@ -6,7 +6,7 @@ import { openKmlSource, KmlSourceError } from '../../lib/kml/source.ts'
 import { makeZip } from '../support/zip.ts'
 import { projectRoot, vegasAbsent, vegasKmz } from '../helper.ts'
 
-async function collect(chunks: AsyncIterable<string | Buffer>): Promise<KmlItem[]> {
+async function collect(chunks: AsyncIterable<string | Buffer> | Iterable<string | Buffer>): Promise<KmlItem[]> {
   const out: KmlItem[] = []
   for await (const item of readKml(chunks)) out.push(item)
   return out
