@@ -30,7 +30,7 @@ export default fp(async function db(app: FastifyInstance, opts: DbPluginOptions)
   const applied = await migrateToLatest(handle.db)
   if (applied.length) app.log.info({ migrations: applied }, 'database migrated')
   if (config.SEED_SAMPLE_DATA && handle.kind === 'pglite') {
-    const summary = await seedSampleIfEmpty(handle.db)
+    const summary = await seedSampleIfEmpty(handle)
     if (summary) app.log.info({ placemarks: summary.placemarks }, 'embedded database seeded with the sample dataset')
   }
   app.decorate('db', handle.db)

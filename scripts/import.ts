@@ -53,7 +53,7 @@ await runCli(async () => {
     if (!values['dry-run']) handle = await openMigratedDatabase()
     const started = performance.now()
     let lastReport = 0
-    const summary = await importPlacemarks(handle?.db ?? null, source.chunks, {
+    const summary = await importPlacemarks(handle, source.chunks, {
       timeZone,
       source: file.split('/').pop() ?? file,
       dryRun: values['dry-run'],
@@ -66,6 +66,8 @@ await runCli(async () => {
       }
     })
     printSummary(summary)
+    const perSecond = summary.seconds > 0 ? Math.round(summary.placemarks / summary.seconds) : summary.placemarks
+    console.log(`throughput: ${perSecond} placemarks/s, peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MB`)
   } catch (err) {
     if (err instanceof KmlError || err instanceof KmlSourceError) throw new CliError(`${file}: ${err.message}; nothing was imported`)
     throw err

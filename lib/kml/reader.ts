@@ -71,6 +71,11 @@ export function parseCoordinates(text: string): Position[] | null {
   return out
 }
 
+function attribute(tag: SaxesTag, key: string): string | undefined {
+  const v: unknown = tag.attributes[key]
+  return typeof v === 'string' ? v : undefined
+}
+
 const collapse = (s: string) => s.replace(/\s+/g, ' ').trim()
 
 function buildGeometry(p: PlacemarkState): KmlGeometry | string {
@@ -118,10 +123,6 @@ export async function* readKml(chunks: AsyncIterable<string | Buffer> | Iterable
     }
     stack.push(name)
     text = ''
-    const attr = (key: string) => {
-      const v: unknown = tag.attributes[key]
-      return typeof v === 'string' ? v : undefined
-    }
 
     if (placemark) {
       if (style) return
@@ -131,10 +132,10 @@ export async function* readKml(chunks: AsyncIterable<string | Buffer> | Iterable
         else if (UNSUPPORTED[name]) placemark.skipReason = UNSUPPORTED[name]
       }
       if (name === 'Data') {
-        placemark.dataName = attr('name') ?? ''
+        placemark.dataName = attribute(tag, 'name') ?? ''
         placemark.dataValue = ''
       } else if (name === 'SimpleData') {
-        placemark.dataName = attr('name') ?? ''
+        placemark.dataName = attribute(tag, 'name') ?? ''
       }
       return
     }
@@ -154,8 +155,8 @@ export async function* readKml(chunks: AsyncIterable<string | Buffer> | Iterable
         line: parser.line, depth: stack.length, name: '', description: null, styleId: null, geometryType: null, skipReason: null,
         outer: null, inner: [], coordinates: null, mediaLinks: [], extendedData: [], dataName: null, dataValue: ''
       }
-    } else if ((name === 'Style' || name === 'StyleMap') && attr('id')) {
-      style = { id: attr('id')!, kind: name, depth: stack.length, definition: {}, pairKey: '', pairUrl: '' }
+    } else if ((name === 'Style' || name === 'StyleMap') && attribute(tag, 'id')) {
+      style = { id: attribute(tag, 'id')!, kind: name, depth: stack.length, definition: {}, pairKey: '', pairUrl: '' }
     }
   })
 

@@ -59,6 +59,28 @@ function offsetAt(instant: number, tz: string): number {
 }
 
 const DAY = 86_400_000
+const HOUR = 3_600_000
+const hourOffsets = new Map<string, Map<number, number | null>>()
+
+// Offsets change at most once in any hour, so an hour whose two ends agree has one offset throughout;
+// caching it per hour keeps Intl (the slow part of an import) off the per-placemark path.
+function cachedOffsetAt(instant: number, tz: string): number {
+  if (tz === 'UTC' || tz === 'Etc/UTC') return 0
+  let hours = hourOffsets.get(tz)
+  if (hours === undefined) {
+    hours = new Map()
+    hourOffsets.set(tz, hours)
+  }
+  const hour = Math.floor(instant / HOUR)
+  let offset = hours.get(hour)
+  if (offset === undefined) {
+    if (hours.size > 200_000) hours.clear()
+    const start = offsetAt(hour * HOUR, tz)
+    offset = start === offsetAt(hour * HOUR + HOUR - 1000, tz) ? start : null
+    hours.set(hour, offset)
+  }
+  return offset ?? offsetAt(instant, tz)
+}
 
 /**
  * The UTC instant of a wall-clock time in an IANA zone. A time inside a spring-forward gap moves
@@ -68,12 +90,12 @@ const DAY = 86_400_000
 export function zonedToUtc(y: number, mo: number, d: number, h: number, mi: number, s: number, tz: string): Date {
   const wall = utcMs(y, mo, d, h, mi, s)
   // Offsets never exceed a day, so the offsets a day either side are those before and after any nearby change.
-  const before = offsetAt(wall - DAY, tz)
-  const after = offsetAt(wall + DAY, tz)
+  const before = cachedOffsetAt(wall - DAY, tz)
+  const after = cachedOffsetAt(wall + DAY, tz)
   let best: number | null = null
   for (const offset of before === after ? [before] : [before, after]) {
     const instant = wall - offset
-    if (instant + offsetAt(instant, tz) === wall && (best === null || instant < best)) best = instant
+    if (instant + cachedOffsetAt(instant, tz) === wall && (best === null || instant < best)) best = instant
   }
   // No offset reproduces the wall time, so it is in a gap: reading it with the earlier offset lands past the gap.
   return new Date(best ?? wall - before)

@@ -9,7 +9,7 @@ const fixture = fileURLToPath(new URL('../fixtures/small.kml', import.meta.url))
 for (const kind of dbKinds) {
   t.test(`placemark API on ${kind}`, async (t) => {
     const handle = await openTestDatabase(t, kind)
-    const summary = await importPlacemarks(handle.db, createReadStream(fixture), { timeZone: 'America/Los_Angeles', source: 'small.kml' })
+    const summary = await importPlacemarks(handle, createReadStream(fixture), { timeZone: 'America/Los_Angeles', source: 'small.kml' })
     t.match(summary, { placemarks: 7, styles: 2, folders: 3, skipped: { MultiGeometry: 1 }, timelineEvents: 3, timestampedEvents: 2 })
     const app = await buildTestApp(t, handle)
     const get = async (url: string) => {

@@ -1,0 +1,76 @@
+import { createWriteStream } from 'node:fs'
+import { once } from 'node:events'
+import { parseArgs } from 'node:util'
+import { CliError, runCli } from './cli.ts'
+
+// Deterministic PRNG so the same arguments always write the same file.
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const CITIES: [string, number, number][] = [
+  ['Las Vegas', -115.17, 36.11], ['Los Angeles', -118.24, 34.05], ['New York', -74.0, 40.71], ['London', -0.12, 51.5],
+  ['Paris', 2.35, 48.86], ['Tokyo', 139.69, 35.69], ['Sydney', 151.21, -33.87], ['Sao Paulo', -46.63, -23.55],
+  ['Nairobi', 36.82, -1.29], ['Mumbai', 72.88, 19.08], ['Suva', 178.44, -18.14], ['Reykjavik', -21.94, 64.15]
+]
+
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;')
+const fmt = (n: number) => n.toFixed(6)
+
+/** Writes a KML document with `count` placemarks spread around a dozen cities, in nested folders. */
+export async function generateKml(path: string, count: number, seed = 1): Promise<void> {
+  const rand = mulberry32(seed)
+  const out = createWriteStream(path, { highWaterMark: 1 << 20 })
+  const write = async (s: string) => {
+    if (!out.write(s)) await once(out, 'drain')
+  }
+  await write('<?xml version="1.0" encoding="UTF-8"?>\n<kml xmlns="http://www.opengis.net/kml/2.2">\n<Document>\n<name>Synthetic placemarks</name>\n')
+  for (let i = 0; i < 20; i++) await write(`<Style id="s${i}"><IconStyle><scale>1</scale></IconStyle></Style>\n`)
+  const perCity = Math.ceil(count / CITIES.length)
+  let written = 0
+  for (const [city, lon, lat] of CITIES) {
+    await write(`<Folder><name>${city}</name>\n`)
+    for (let d = 0; d < 10 && written < count; d++) {
+      await write(`<Folder><name>District ${d + 1}</name>\n`)
+      const n = Math.min(Math.ceil(perCity / 10), count - written)
+      for (let k = 0; k < n; k++) {
+        written++
+        const x = lon + (rand() - 0.5) * 0.6
+        const y = lat + (rand() - 0.5) * 0.6
+        const r = rand()
+        let geometry: string
+        if (r < 0.8) geometry = `<Point><coordinates>${fmt(x)},${fmt(y)},0</coordinates></Point>`
+        else if (r < 0.92) geometry = `<LineString><coordinates>${fmt(x)},${fmt(y)},0 ${fmt(x + 0.004)},${fmt(y + 0.003)},0 ${fmt(x + 0.009)},${fmt(y + 0.001)},0</coordinates></LineString>`
+        else geometry = `<Polygon><outerBoundaryIs><LinearRing><coordinates>${fmt(x)},${fmt(y)},0 ${fmt(x + 0.005)},${fmt(y)},0 ${fmt(x + 0.005)},${fmt(y + 0.005)},0 ${fmt(x)},${fmt(y + 0.005)},0 ${fmt(x)},${fmt(y)},0</coordinates></LinearRing></outerBoundaryIs></Polygon>`
+        const day = 1 + Math.floor(rand() * 28)
+        const hour = 1 + Math.floor(rand() * 12)
+        const minute = String(Math.floor(rand() * 60)).padStart(2, '0')
+        const name = r < 0.3 ? `10/${day}/2017 ${hour}:${minute} ${rand() < 0.5 ? 'AM' : 'PM'} - Report ${written}` : `Place ${written}`
+        await write(`<Placemark><name>${esc(name)}</name><description>Synthetic placemark ${written} in ${esc(city)}</description><styleUrl>#s${written % 20}</styleUrl>` +
+          `<ExtendedData><Data name="index"><value>${written}</value></Data></ExtendedData>${geometry}</Placemark>\n`)
+      }
+      await write('</Folder>\n')
+    }
+    await write('</Folder>\n')
+  }
+  await write('</Document>\n</kml>\n')
+  out.end()
+  await once(out, 'finish')
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await runCli(async () => {
+    const { values, positionals } = parseArgs({ allowPositionals: true, options: { count: { type: 'string', default: '1000000' }, seed: { type: 'string', default: '1' } } })
+    const count = Number(values.count)
+    if (positionals.length !== 1 || !Number.isInteger(count) || count < 1) throw new CliError('usage: npm run generate:kml -- <out.kml> [--count N] [--seed S]', 2)
+    await generateKml(positionals[0], count, Number(values.seed))
+    console.error(`wrote ${count} placemarks to ${positionals[0]}`)
+  })
+}
