@@ -52,7 +52,7 @@ export async function generateKml(path: string, count: number, seed = 1): Promis
         const day = 1 + Math.floor(rand() * 28)
         const hour = 1 + Math.floor(rand() * 12)
         const minute = String(Math.floor(rand() * 60)).padStart(2, '0')
-        const name = r < 0.3 ? `10/${day}/2017 ${hour}:${minute} ${rand() < 0.5 ? 'AM' : 'PM'} - Report ${written}` : `Place ${written}`
+        const name = rand() < 0.002 ? `10/${day}/2017 ${hour}:${minute} ${rand() < 0.5 ? 'AM' : 'PM'} - Report ${written}` : `Place ${written}`
         await write(`<Placemark><name>${esc(name)}</name><description>Synthetic placemark ${written} in ${esc(city)}</description><styleUrl>#s${written % 20}</styleUrl>` +
           `<ExtendedData><Data name="index"><value>${written}</value></Data></ExtendedData>${geometry}</Placemark>\n`)
       }

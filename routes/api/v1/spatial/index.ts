@@ -6,7 +6,6 @@ import { HttpError } from '../../../../lib/errors.ts'
 
 const spatial: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/bbox', {
-    config: { datasetCache: true },
     schema: {
       tags: ['Placemarks'],
       summary: 'Placemarks intersecting a bounding box',
