@@ -12,6 +12,8 @@ import corsPlugin from './plugins/cors.ts'
 import swaggerPlugin from './plugins/swagger.ts'
 import dbPlugin from './plugins/db.ts'
 import responseCachePlugin from './plugins/response-cache.ts'
+import redisPlugin from './plugins/redis.ts'
+import rateLimitPlugin from './plugins/rate-limit.ts'
 
 const root = dirname(fileURLToPath(import.meta.url))
 // The sources run as TypeScript through tsx's --import hook, which @fastify/autoload cannot detect by itself.
@@ -50,6 +52,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(corsPlugin)
   await app.register(swaggerPlugin)
   await app.register(dbPlugin, { handle: options.db })
+  await app.register(redisPlugin)
+  await app.register(rateLimitPlugin)
   await app.register(responseCachePlugin)
   await app.register(autoload, { dir: join(root, 'routes'), forceESM: true })
   return app

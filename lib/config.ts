@@ -14,7 +14,12 @@ export const ConfigSchema = Type.Object({
   DB_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 10000 }),
   SEED_SAMPLE_DATA: Type.Boolean({ default: true }),
   CORS_ORIGINS: Type.Optional(Type.String()),
-  TRUST_PROXY: Type.Optional(Type.String())
+  TRUST_PROXY: Type.Optional(Type.String()),
+  REDIS_URL: Type.Optional(Type.String({ minLength: 1 })),
+  RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 600 }),
+  RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 minute' }),
+  AUTH_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 60 }),
+  CACHE_VERSION_POLL_MS: Type.Integer({ minimum: 50, default: 1000 })
 })
 
 export type RawConfig = Static<typeof ConfigSchema>

@@ -57,7 +57,7 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
   await refresh()
   app.decorate('datasetVersion', { current: () => version, refresh })
 
-  const pollMs = opts.pollMs ?? 1000
+  const pollMs = opts.pollMs ?? app.config.CACHE_VERSION_POLL_MS
   const timer = setInterval(() => {
     // While the database is away the cached answers stay valid: they only change by import.
     refresh().catch((err: unknown) => app.log.debug({ err }, 'dataset version poll failed'))
@@ -76,11 +76,17 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
   }
 
   app.decorateRequest('datasetCacheVersion', -1)
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.routeOptions.config.datasetCache || request.method !== 'GET') return
+  const lookup = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.method !== 'GET') return
     request.datasetCacheVersion = version
     const entry = cache.get(request.url)
     if (entry && entry.version === version) return send(request, reply, entry)
+  }
+  // A route-level hook, appended after the rate limiter's, so cached answers still count against the limit.
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.datasetCache) return
+    const existing = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : []
+    route.onRequest = [...existing, lookup]
   })
 
   app.addHook('onSend', async (request, reply, payload) => {
@@ -108,4 +114,4 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
     }
     return payload
   })
-}, { name: 'response-cache', dependencies: ['db'] })
+}, { name: 'response-cache', dependencies: ['config', 'db'] })
