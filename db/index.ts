@@ -33,6 +33,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     })
     // A connection dropped by the server while idle must not crash the process; the pool replaces it.
     pool.on('error', () => {})
+    // The same for a connection dropped between queries while checked out; the next query reports it.
+    pool.on('connect', (client) => { client.on('error', () => {}) })
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
     return { db, pool, kind: 'postgres', close: () => db.destroy() }
   }

@@ -1,0 +1,36 @@
+import net from 'node:net'
+
+// A loopback TCP proxy the tests can cut and restore, to make a real database unreachable and back.
+export class TcpProxy {
+  #server: net.Server | null = null
+  #sockets = new Set<net.Socket>()
+  port = 0
+
+  constructor(private readonly targetPort: number, private readonly targetHost = '127.0.0.1') {}
+
+  async start(port = this.port): Promise<number> {
+    const server = net.createServer((client) => {
+      const upstream = net.connect(this.targetPort, this.targetHost)
+      for (const s of [client, upstream]) {
+        this.#sockets.add(s)
+        s.on('close', () => this.#sockets.delete(s))
+        s.on('error', () => s.destroy())
+      }
+      client.pipe(upstream).pipe(client)
+      client.on('close', () => upstream.destroy())
+      upstream.on('close', () => client.destroy())
+    })
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+    this.port = (server.address() as net.AddressInfo).port
+    this.#server = server
+    return this.port
+  }
+
+  // Refuses new connections and drops the open ones, like a database host going away.
+  async stop(): Promise<void> {
+    const server = this.#server
+    this.#server = null
+    for (const s of this.#sockets) s.destroy()
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
