@@ -24,6 +24,8 @@ export interface BuildOptions {
   // An already open database (tests); otherwise the app opens one from the configuration.
   db?: DatabaseHandle
   logger?: FastifyServerOptions['logger']
+  // Observes every route as it is registered (the OpenAPI completeness test lists them this way).
+  onRoute?: (route: { method: string | string[]; url: string; schema?: unknown }) => void
 }
 
 // TRUST_PROXY: true/false, a hop count, or a comma-separated list of proxy addresses/CIDRs.
@@ -47,6 +49,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     forceCloseConnections: 'idle'
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  if (options.onRoute) app.addHook('onRoute', options.onRoute)
   await app.register(configPlugin, { config })
   await app.register(errorsPlugin)
   await app.register(corsPlugin)

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errors } from '../../../schemas/common.ts'
 import { FoldersResponse } from '../../../schemas/placemarks.ts'
 import { folderNames } from '../../../db/placemarks.ts'
 
@@ -9,7 +10,7 @@ const folders: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['Placemarks'],
       summary: 'Distinct folder names',
       description: 'Every distinct folder name of the dataset, at any nesting level, sorted by code point.',
-      response: { 200: FoldersResponse }
+      response: { 200: FoldersResponse, ...errors(429, 503) }
     }
   }, async () => {
     const names = await folderNames(app.db)

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { errors } from '../../../schemas/common.ts'
 import { StatsResponse } from '../../../schemas/placemarks.ts'
 import { datasetStats } from '../../../db/placemarks.ts'
 
@@ -9,7 +10,7 @@ const stats: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['Placemarks'],
       summary: 'Dataset statistics',
       description: '`top_folders` holds the 10 folder names with the most placemarks (a placemark counts for every level of its path), ties by name.',
-      response: { 200: StatsResponse }
+      response: { 200: StatsResponse, ...errors(429, 503) }
     }
   }, async () => datasetStats(app.db))
 }

@@ -12,7 +12,7 @@ const placemarks: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'List placemarks',
       description: 'Ordered by id. `limit` 1..1000 (default 100), `offset` >= 0 (default 0); values out of range answer 400. `folder` matches a folder name exactly at any level of the path.',
       querystring: ListQuery,
-      response: { 200: PlacemarkList, ...errors(400) }
+      response: { 200: PlacemarkList, ...errors(400, 429, 503) }
     }
   }, async (request) => {
     const { limit, offset, folder } = request.query
@@ -25,7 +25,7 @@ const placemarks: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['Placemarks'],
       summary: 'One placemark with its extended data',
       params: IdParams,
-      response: { 200: PlacemarkDetail, ...errors(400, 404) }
+      response: { 200: PlacemarkDetail, ...errors(400, 404, 429, 503) }
     }
   }, async (request) => {
     const placemark = await getPlacemark(app.db, request.params.id)

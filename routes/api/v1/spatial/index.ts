@@ -13,7 +13,7 @@ const spatial: FastifyPluginAsyncTypebox = async (app) => {
         'Ordered by id. All four bounds are required; latitudes in [-90, 90], longitudes in [-180, 180], `min_lat <= max_lat`. ' +
         '`min_lon > max_lon` means the box crosses the antimeridian. `limit` 1..10000 (default 1000).',
       querystring: BboxQuery,
-      response: { 200: BboxResponse, ...errors(400) }
+      response: { 200: BboxResponse, ...errors(400, 429, 503) }
     }
   }, async (request) => {
     const { min_lon, min_lat, max_lon, max_lat, limit } = request.query

@@ -1,5 +1,6 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { TimelineEvent, TimelineResponse } from '../../../../schemas/placemarks.ts'
+import { errors } from '../../../../schemas/common.ts'
 import { timelineEvents } from '../../../../db/placemarks.ts'
 
 const description = 'A placemark is an event when its name starts with a date (`M/D/YYYY` or ISO `YYYY-MM-DD`), optionally followed by a time. ' +
@@ -9,12 +10,12 @@ const description = 'A placemark is an event when its name starts with a date (`
 const timeline: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/events', {
     config: { datasetCache: true },
-    schema: { tags: ['Placemarks'], summary: 'Timeline events', description, response: { 200: Type.Array(TimelineEvent) } }
+    schema: { tags: ['Placemarks'], summary: 'Timeline events', description, response: { 200: Type.Array(TimelineEvent), ...errors(429, 503) } }
   }, async () => timelineEvents(app.db))
 
   app.get('/', {
     config: { datasetCache: true },
-    schema: { tags: ['Placemarks'], summary: 'Timeline summary', description, response: { 200: TimelineResponse } }
+    schema: { tags: ['Placemarks'], summary: 'Timeline summary', description, response: { 200: TimelineResponse, ...errors(429, 503) } }
   }, async () => {
     const events = await timelineEvents(app.db)
     return { events, count: events.length }
