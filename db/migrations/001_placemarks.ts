@@ -19,7 +19,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       event_sort timestamptz,
       created_at timestamptz NOT NULL DEFAULT now()
     )`.execute(db)
-  await sql`CREATE INDEX placemarks_bbox_idx ON placemarks USING gist (bbox)`.execute(db)
+  await sql`CREATE INDEX placemarks_bbox_idx ON placemarks USING gist (bbox) INCLUDE (id)`.execute(db)
   await sql`CREATE INDEX placemarks_folder_path_idx ON placemarks USING gin (folder_path)`.execute(db)
   await sql`CREATE INDEX placemarks_timeline_idx ON placemarks (event_sort, id) WHERE event_sort IS NOT NULL`.execute(db)
   await sql`
