@@ -14,6 +14,7 @@ import dbPlugin from './plugins/db.ts'
 import responseCachePlugin from './plugins/response-cache.ts'
 import redisPlugin from './plugins/redis.ts'
 import rateLimitPlugin from './plugins/rate-limit.ts'
+import authPlugin from './plugins/auth.ts'
 
 const root = dirname(fileURLToPath(import.meta.url))
 // The sources run as TypeScript through tsx's --import hook, which @fastify/autoload cannot detect by itself.
@@ -58,6 +59,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(redisPlugin)
   await app.register(rateLimitPlugin)
   await app.register(responseCachePlugin)
+  await app.register(authPlugin)
   await app.register(autoload, { dir: join(root, 'routes'), forceESM: true })
   return app
 }

@@ -43,7 +43,51 @@ export interface DatasetTable {
   summary: ColumnType<Record<string, unknown>, string, string>
 }
 
+export interface UserTable {
+  id: Generated<string>
+  provider_id: string
+  username: string
+  discriminator: string
+  avatar: string | null
+  role: ColumnType<'USER' | 'ADMIN', 'USER' | 'ADMIN' | undefined, 'USER' | 'ADMIN'>
+  created_at: Generated<Date>
+  updated_at: Generated<Date>
+}
+
+export interface UserGuildTable {
+  user_id: string
+  guild_id: string
+  name: string
+  icon: string | null
+  owner: boolean
+  permissions: string
+}
+
+export interface SessionTable {
+  id: string
+  user_id: string
+  created_at: Generated<Date>
+  last_used_at: Generated<Date>
+  expires_at: Date
+  revoked_at: Date | null
+  revoked_reason: string | null
+  user_agent: string | null
+  ip: string | null
+}
+
+export interface RefreshTokenTable {
+  token_hash: string
+  session_id: string
+  created_at: Generated<Date>
+  expires_at: Date
+  rotated_at: Date | null
+}
+
 export interface Database {
+  users: UserTable
+  user_guilds: UserGuildTable
+  sessions: SessionTable
+  refresh_tokens: RefreshTokenTable
   placemarks: PlacemarkTable
   styles: StyleTable
   folders: FolderTable

@@ -19,14 +19,34 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 600 }),
   RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 minute' }),
   AUTH_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 60 }),
-  CACHE_VERSION_POLL_MS: Type.Integer({ minimum: 50, default: 1000 })
+  CACHE_VERSION_POLL_MS: Type.Integer({ minimum: 50, default: 1000 }),
+  PUBLIC_URL: Type.Optional(Type.String({ minLength: 1 })),
+  IDP_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
+  IDP_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
+  IDP_REDIRECT_URI: Type.Optional(Type.String({ minLength: 1 })),
+  IDP_AUTHORIZE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  IDP_TOKEN_URL: Type.Optional(Type.String({ minLength: 1 })),
+  IDP_USER_URL: Type.Optional(Type.String({ minLength: 1 })),
+  IDP_GUILDS_URL: Type.Optional(Type.String({ minLength: 1 })),
+  IDP_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 5000 }),
+  JWT_SECRET: Type.Optional(Type.String()),
+  JWT_REFRESH_SECRET: Type.Optional(Type.String()),
+  JWT_ISSUER: Type.String({ minLength: 1, default: 'guild-analytics' }),
+  JWT_ACCESS_EXPIRES_IN: Type.String({ minLength: 1, default: '15m' }),
+  JWT_REFRESH_EXPIRES_IN: Type.String({ minLength: 1, default: '7d' }),
+  SIGNIN_MAX_FAILURES: Type.Integer({ minimum: 1, default: 5 }),
+  SIGNIN_BLOCK_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
+  REVOCATION_POLL_MS: Type.Integer({ minimum: 50, default: 1000 })
 })
 
 export type RawConfig = Static<typeof ConfigSchema>
 
-export interface Config extends Omit<RawConfig, 'HOST'> {
+export interface Config extends Omit<RawConfig, 'HOST' | 'PUBLIC_URL'> {
   HOST: string
+  PUBLIC_URL: string
   isProduction: boolean
+  // True when no external identity provider is configured outside production: /dev/idp stands in.
+  devIdp: boolean
 }
 
 export class ConfigError extends Error {
@@ -34,6 +54,23 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>
+
+export const MIN_SECRET_LENGTH = 32
+
+// Production refuses weak signing secrets; development may leave them unset (random ones are generated).
+function checkSecrets(raw: RawConfig, isProduction: boolean): void {
+  const { JWT_SECRET, JWT_REFRESH_SECRET } = raw
+  for (const [name, value] of [['JWT_SECRET', JWT_SECRET], ['JWT_REFRESH_SECRET', JWT_REFRESH_SECRET]] as const) {
+    if (value === undefined) {
+      if (isProduction) throw new ConfigError(`${name} is required in production (at least ${MIN_SECRET_LENGTH} characters)`)
+    } else if (value.length < MIN_SECRET_LENGTH) {
+      throw new ConfigError(`${name} must be at least ${MIN_SECRET_LENGTH} characters`)
+    }
+  }
+  if (JWT_SECRET !== undefined && JWT_SECRET === JWT_REFRESH_SECRET) {
+    throw new ConfigError('JWT_SECRET and JWT_REFRESH_SECRET must be different')
+  }
+}
 
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const input: Record<string, unknown> = {}
@@ -51,5 +88,13 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   const isProduction = raw.NODE_ENV === 'production'
   // Outside production the server (and the development identity provider) stays on loopback unless told otherwise.
   const HOST = raw.HOST ?? (isProduction ? '0.0.0.0' : '127.0.0.1')
-  return { ...raw, HOST, isProduction, ...overrides }
+  const PUBLIC_URL = (raw.PUBLIC_URL ?? `http://localhost:${raw.PORT}`).replace(/\/$/, '')
+  const devIdp = !raw.IDP_CLIENT_ID && !isProduction
+  if (isProduction) {
+    for (const name of ['IDP_CLIENT_ID', 'IDP_CLIENT_SECRET', 'IDP_REDIRECT_URI', 'IDP_AUTHORIZE_URL', 'IDP_TOKEN_URL', 'IDP_USER_URL', 'IDP_GUILDS_URL'] as const) {
+      if (!raw[name]) throw new ConfigError(`${name} is required in production (the development identity provider is refused there)`)
+    }
+  }
+  checkSecrets(raw, isProduction)
+  return { ...raw, HOST, PUBLIC_URL, isProduction, devIdp, ...overrides }
 }

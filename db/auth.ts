@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto'
+import { sql, type Kysely, type Selectable } from 'kysely'
+import type { Database, UserTable } from './types.ts'
+import type { IdpGuild, IdpUser } from '../lib/auth/idp-client.ts'
+import type { Role } from '../lib/auth/types.ts'
+
+type Db = Kysely<Database>
+export type UserRow = Selectable<UserTable>
+
+/** Upserts the user by provider id and replaces the stored guild list, in one transaction. */
+export async function saveSignIn(db: Db, user: IdpUser, guilds: IdpGuild[]): Promise<UserRow> {
+  return db.transaction().execute(async (trx) => {
+    const row = await trx.insertInto('users')
+      .values({ provider_id: user.id, username: user.username, discriminator: user.discriminator, avatar: user.avatar })
+      .onConflict((oc) => oc.column('provider_id').doUpdateSet({
+        username: user.username, discriminator: user.discriminator, avatar: user.avatar, updated_at: sql`now()`
+      }))
+      .returningAll()
+      .executeTakeFirstOrThrow()
+    await trx.deleteFrom('user_guilds').where('user_id', '=', row.id).execute()
+    if (guilds.length) {
+      await trx.insertInto('user_guilds')
+        .values(guilds.map((g) => ({ user_id: row.id, guild_id: g.id, name: g.name, icon: g.icon, owner: g.owner, permissions: g.permissions })))
+        .onConflict((oc) => oc.columns(['user_id', 'guild_id']).doNothing())
+        .execute()
+    }
+    return row
+  })
+}
+
+export async function createSession(db: Db, s: { userId: string; tokenHash: string; expiresAt: Date; userAgent: string | null; ip: string | null }): Promise<string> {
+  const id = randomUUID()
+  await db.transaction().execute(async (trx) => {
+    await trx.insertInto('sessions').values({ id, user_id: s.userId, expires_at: s.expiresAt, user_agent: s.userAgent, ip: s.ip }).execute()
+    await trx.insertInto('refresh_tokens').values({ token_hash: s.tokenHash, session_id: id, expires_at: s.expiresAt }).execute()
+  })
+  return id
+}
+
+export type RotateResult =
+  | { kind: 'ok'; sessionId: string; user: UserRow }
+  | { kind: 'reused'; sessionId: string }
+  | { kind: 'invalid' }
+
+/**
+ * Spends a refresh token and records its successor, atomically: of two requests with the same token
+ * only one can win. A token already spent means it was copied: the caller revokes the session.
+ */
+export async function rotateRefreshToken(db: Db, oldHash: string, next: { tokenHash: string; expiresAt: Date }): Promise<RotateResult> {
+  return db.transaction().execute(async (trx) => {
+    const spent = await trx.updateTable('refresh_tokens').set({ rotated_at: sql`now()` })
+      .where('token_hash', '=', oldHash).where('rotated_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
+      .returning('session_id').executeTakeFirst()
+    if (!spent) {
+      const known = await trx.selectFrom('refresh_tokens').select(['session_id', 'rotated_at']).where('token_hash', '=', oldHash).executeTakeFirst()
+      return known?.rotated_at ? { kind: 'reused', sessionId: known.session_id } : { kind: 'invalid' }
+    }
+    const session = await trx.selectFrom('sessions').selectAll().where('id', '=', spent.session_id)
+      .where('revoked_at', 'is', null).where('expires_at', '>', sql<Date>`now()`).executeTakeFirst()
+    if (!session) return { kind: 'invalid' }
+    await trx.insertInto('refresh_tokens').values({ token_hash: next.tokenHash, session_id: session.id, expires_at: next.expiresAt }).execute()
+    // The session lives as long as its newest refresh token.
+    await trx.updateTable('sessions').set({ last_used_at: sql`now()`, expires_at: next.expiresAt }).where('id', '=', session.id).execute()
+    const user = await trx.selectFrom('users').selectAll().where('id', '=', session.user_id).executeTakeFirstOrThrow()
+    return { kind: 'ok', sessionId: session.id, user }
+  })
+}
+
+// Revokes a session; with userId, only when it belongs to that user. Returns whether a live session was revoked.
+export async function revokeSession(db: Db, sessionId: string, reason: string, userId?: string): Promise<boolean> {
+  let q = db.updateTable('sessions').set({ revoked_at: sql`now()`, revoked_reason: reason })
+    .where('id', '=', sessionId).where('revoked_at', 'is', null)
+  if (userId) q = q.where('user_id', '=', userId)
+  const res = await q.executeTakeFirst()
+  return Number(res.numUpdatedRows) > 0
+}
+
+export async function sessionOwner(db: Db, sessionId: string): Promise<{ user_id: string; revoked: boolean } | undefined> {
+  const row = await db.selectFrom('sessions').select(['user_id', 'revoked_at']).where('id', '=', sessionId).executeTakeFirst()
+  return row ? { user_id: row.user_id, revoked: row.revoked_at !== null } : undefined
+}
+
+export async function liveSessions(db: Db, userId: string) {
+  return db.selectFrom('sessions').select(['id', 'created_at', 'last_used_at', 'expires_at', 'user_agent', 'ip'])
+    .where('user_id', '=', userId).where('revoked_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
+    .orderBy('created_at', 'desc').execute()
+}
+
+export async function userWithGuilds(db: Db, userId: string) {
+  const user = await db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst()
+  if (!user) return undefined
+  const guilds = await db.selectFrom('user_guilds').select(['guild_id', 'name', 'icon', 'owner', 'permissions'])
+    .where('user_id', '=', userId).orderBy('guild_id').execute()
+  return { user, guilds }
+}
+
+export async function setRole(db: Db, providerId: string, role: Role): Promise<boolean> {
+  const res = await db.updateTable('users').set({ role, updated_at: sql`now()` }).where('provider_id', '=', providerId).executeTakeFirst()
+  return Number(res.numUpdatedRows) > 0
+}
+
+export const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)

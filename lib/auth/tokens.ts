@@ -1,0 +1,101 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { createSigner, createVerifier, TokenError } from 'fast-jwt'
+import type { Role } from './types.ts'
+
+export interface AccessClaims {
+  userId: string
+  providerId: string
+  username: string
+  role: Role
+  sid: string
+  jti: string
+  iss: string
+  iat: number
+  exp: number
+}
+
+export interface RefreshClaims {
+  userId: string
+  tokenId: string
+  type: 'refresh'
+  iss: string
+  iat: number
+  exp: number
+}
+
+export interface TokenSettings {
+  accessSecret: string
+  refreshSecret: string
+  issuer: string
+  accessExpiresIn: string
+  refreshExpiresIn: string
+}
+
+export type VerifyFailure = 'expired' | 'invalid'
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }
+
+// "15m", "7d", "3600" (seconds) → milliseconds; the JWT lifetime settings use this form.
+export function durationMs(value: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$/.exec(value)
+  if (!m) throw new Error(`invalid duration "${value}" (use forms like 15m, 7d, 3600)`)
+  return Math.round(Number(m[1]) * (m[2] ? UNITS[m[2]] : 1000))
+}
+
+export function hashTokenId(tokenId: string): string {
+  return createHash('sha256').update(tokenId).digest('hex')
+}
+
+export function randomSecret(): string {
+  return randomBytes(48).toString('base64url')
+}
+
+/** Signs and verifies both token kinds: HS256 only, each kind with its own secret, issuer checked. */
+export class TokenService {
+  readonly accessTtlMs: number
+  readonly refreshTtlMs: number
+  readonly #signAccess
+  readonly #signRefresh
+  readonly #verifyAccess
+  readonly #verifyRefresh
+
+  constructor(readonly settings: TokenSettings) {
+    this.accessTtlMs = durationMs(settings.accessExpiresIn)
+    this.refreshTtlMs = durationMs(settings.refreshExpiresIn)
+    this.#signAccess = createSigner({ key: settings.accessSecret, algorithm: 'HS256', iss: settings.issuer, expiresIn: this.accessTtlMs })
+    this.#signRefresh = createSigner({ key: settings.refreshSecret, algorithm: 'HS256', iss: settings.issuer, expiresIn: this.refreshTtlMs })
+    // The access verifier is on every protected request: built once, with a cache of verified tokens.
+    this.#verifyAccess = createVerifier({ key: settings.accessSecret, algorithms: ['HS256'], allowedIss: settings.issuer, cache: 10_000, cacheKeyBuilder: (t: string) => t })
+    this.#verifyRefresh = createVerifier({ key: settings.refreshSecret, algorithms: ['HS256'], allowedIss: settings.issuer })
+  }
+
+  signAccess(claims: { userId: string; providerId: string; username: string; role: Role; sid: string }): string {
+    return this.#signAccess({ ...claims, jti: randomUUID() })
+  }
+
+  signRefresh(userId: string): { token: string; tokenId: string; expiresAt: Date } {
+    const tokenId = randomUUID()
+    return { token: this.#signRefresh({ userId, tokenId, type: 'refresh' }), tokenId, expiresAt: new Date(Date.now() + this.refreshTtlMs) }
+  }
+
+  verifyAccess(token: string): AccessClaims | VerifyFailure {
+    try {
+      const claims = this.#verifyAccess(token) as Partial<AccessClaims> & { type?: string }
+      // A refresh token signed with the wrong secret fails above; these catch any other shape.
+      if (claims.type !== undefined || typeof claims.sid !== 'string' || typeof claims.userId !== 'string') return 'invalid'
+      return claims as AccessClaims
+    } catch (err) {
+      return err instanceof TokenError && err.code === TokenError.codes.expired ? 'expired' : 'invalid'
+    }
+  }
+
+  verifyRefresh(token: string): RefreshClaims | VerifyFailure {
+    try {
+      const claims = this.#verifyRefresh(token) as Partial<RefreshClaims>
+      if (claims.type !== 'refresh' || typeof claims.tokenId !== 'string' || typeof claims.userId !== 'string') return 'invalid'
+      return claims as RefreshClaims
+    } catch (err) {
+      return err instanceof TokenError && err.code === TokenError.codes.expired ? 'expired' : 'invalid'
+    }
+  }
+}

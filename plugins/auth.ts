@@ -1,0 +1,91 @@
+import fp from 'fastify-plugin'
+import cookie from '@fastify/cookie'
+import { createHmac } from 'node:crypto'
+import type { AddressInfo } from 'node:net'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { HttpError } from '../lib/errors.ts'
+import { TokenService, randomSecret } from '../lib/auth/tokens.ts'
+import { MemorySigninGuard, RedisSigninGuard, type SigninGuard } from '../lib/auth/signin-guard.ts'
+import { RevocationList } from '../lib/auth/revocations.ts'
+import type { IdpSettings } from '../lib/auth/idp-client.ts'
+import type { AuthContext } from '../lib/auth/types.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    tokens: TokenService
+    revocations: RevocationList
+    signinGuard: SigninGuard
+    // Resolved per call: the development provider's URLs need the port the server actually listens on.
+    idpSettings(): IdpSettings & { authorizeUrl: string }
+    devIdpClientSecret: string | null
+    // Bearer check for protected routes: sets request.auth or answers 401.
+    authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void>
+  }
+}
+
+export const REFRESH_COOKIE = 'refresh_token'
+export const STATE_COOKIE = 'oauth_state'
+
+export default fp(async function auth(app: FastifyInstance) {
+  const { config } = app
+  let accessSecret = config.JWT_SECRET
+  let refreshSecret = config.JWT_REFRESH_SECRET
+  if (!accessSecret || !refreshSecret) {
+    // Only outside production (loadConfig refuses it there): tokens then die with the process.
+    app.log.warn('JWT_SECRET / JWT_REFRESH_SECRET not set: using random secrets for this process only; tokens will not survive a restart')
+    accessSecret ??= randomSecret()
+    refreshSecret ??= randomSecret()
+  }
+  const tokens = new TokenService({
+    accessSecret, refreshSecret, issuer: config.JWT_ISSUER,
+    accessExpiresIn: config.JWT_ACCESS_EXPIRES_IN, refreshExpiresIn: config.JWT_REFRESH_EXPIRES_IN
+  })
+  await app.register(cookie, { secret: createHmac('sha256', refreshSecret).update('cookie-signing').digest('base64url') })
+
+  const guardSettings = { maxFailures: config.SIGNIN_MAX_FAILURES, windowMs: 15 * 60_000, blockMs: config.SIGNIN_BLOCK_SECONDS * 1000, maxBlockMs: 24 * 3_600_000 }
+  const memoryGuard = new MemorySigninGuard(guardSettings)
+  const signinGuard: SigninGuard = app.redis ? new RedisSigninGuard(app.redis, guardSettings, memoryGuard) : memoryGuard
+
+  const revocations = new RevocationList(app.db, tokens.accessTtlMs, config.REVOCATION_POLL_MS, app.redis,
+    (err) => app.log.debug({ err }, 'revocation sync failed'))
+  await revocations.start()
+  app.addHook('onClose', async () => { await revocations.stop() })
+
+  const devIdpClientSecret = config.devIdp ? randomSecret() : null
+  if (config.devIdp) {
+    app.log.warn('IDP_CLIENT_ID is not set: the DEVELOPMENT identity provider is active at /dev/idp (never use it in production)')
+  }
+  const idpSettings = () => {
+    if (!config.devIdp) {
+      return {
+        clientId: config.IDP_CLIENT_ID!, clientSecret: config.IDP_CLIENT_SECRET ?? '', redirectUri: config.IDP_REDIRECT_URI ?? `${config.PUBLIC_URL}/auth/callback`,
+        authorizeUrl: config.IDP_AUTHORIZE_URL ?? '', tokenUrl: config.IDP_TOKEN_URL ?? '', userUrl: config.IDP_USER_URL ?? '', guildsUrl: config.IDP_GUILDS_URL ?? '',
+        timeoutMs: config.IDP_TIMEOUT_MS
+      }
+    }
+    const address = app.server.address() as AddressInfo | null
+    const self = `http://127.0.0.1:${address?.port ?? config.PORT}/dev/idp`
+    return {
+      clientId: 'dev-client', clientSecret: devIdpClientSecret!, redirectUri: config.IDP_REDIRECT_URI ?? `${config.PUBLIC_URL}/auth/callback`,
+      authorizeUrl: config.IDP_AUTHORIZE_URL ?? `${config.PUBLIC_URL}/dev/idp/authorize`,
+      tokenUrl: config.IDP_TOKEN_URL ?? `${self}/token`, userUrl: config.IDP_USER_URL ?? `${self}/users/@me`,
+      guildsUrl: config.IDP_GUILDS_URL ?? `${self}/users/@me/guilds`, timeoutMs: config.IDP_TIMEOUT_MS
+    }
+  }
+
+  app.decorate('tokens', tokens)
+  app.decorate('revocations', revocations)
+  app.decorate('signinGuard', signinGuard)
+  app.decorate('idpSettings', idpSettings)
+  app.decorate('devIdpClientSecret', devIdpClientSecret)
+  app.decorateRequest('auth', null)
+  app.decorate('authenticate', async function authenticate(request: FastifyRequest) {
+    const header = request.headers.authorization
+    if (!header || !/^Bearer\s+\S/i.test(header)) throw new HttpError(401, 'Missing authorization header')
+    const claims = tokens.verifyAccess(header.replace(/^Bearer\s+/i, '').trim())
+    if (claims === 'expired') throw new HttpError(401, 'Token expired')
+    if (claims === 'invalid' || revocations.has(claims.sid)) throw new HttpError(401, 'Invalid token')
+    const auth: AuthContext = { userId: claims.userId, providerId: claims.providerId, username: claims.username, role: claims.role, sessionId: claims.sid }
+    request.auth = auth
+  })
+}, { name: 'auth', dependencies: ['config', 'db', 'redis'] })
