@@ -47,12 +47,17 @@ export async function openTestDatabase(t: Teardown, kind: DbKind): Promise<Datab
   return handle
 }
 
-export function testConfig(overrides: Partial<Config> = {}, env: Record<string, string> = {}): Config {
-  return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', SEED_SAMPLE_DATA: 'false', ...env }, overrides)
+export const testSecrets = {
+  JWT_SECRET: 'test-access-secret-0123456789abcdefghijklmnopqrstuvwxyz',
+  JWT_REFRESH_SECRET: 'test-refresh-secret-0123456789abcdefghijklmnopqrstuvwxyz'
 }
 
-export async function buildTestApp(t: Teardown, handle: DatabaseHandle, overrides: Partial<Config> = {}): Promise<FastifyInstance> {
-  const app = await buildApp({ config: testConfig(overrides), db: handle, logger: false })
+export function testConfig(overrides: Partial<Config> = {}, env: Record<string, string> = {}): Config {
+  return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', SEED_SAMPLE_DATA: 'false', ...testSecrets, ...env }, overrides)
+}
+
+export async function buildTestApp(t: Teardown, handle: DatabaseHandle, overrides: Partial<Config> = {}, env: Record<string, string> = {}): Promise<FastifyInstance> {
+  const app = await buildApp({ config: testConfig(overrides, env), db: handle, logger: false })
   await app.ready()
   t.teardown(() => app.close())
   return app

@@ -87,12 +87,14 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.post('/refresh', {
+    // The body is optional (the cookie may carry the token); an absent body validates as {}.
+    preValidation: async (request) => { request.body ??= {} },
     schema: {
       tags: ['Auth'],
       summary: 'Rotate the refresh token',
       description: 'Takes the refresh token from the body, or else from the refresh_token cookie, and answers a new access token and a new refresh token. ' +
         'Each refresh token works once: presenting one that was already rotated revokes its whole session (it was copied). Expired, forged or revoked tokens answer 401 "Invalid refresh token".',
-      body: Type.Optional(RefreshBody),
+      body: RefreshBody,
       response: { 200: TokenPair, ...errors(400, 401, 429, 503) }
     }
   }, async (request, reply) => {

@@ -1,0 +1,199 @@
+import t, { type Test } from 'tap'
+import { createSigner } from 'fast-jwt'
+import type { FastifyInstance } from 'fastify'
+import { buildTestApp, dbKinds, openTestDatabase, testSecrets } from '../helper.ts'
+import { StandInIdp } from '../support/idp-server.ts'
+
+const ISSUER = 'guild-analytics'
+
+async function setup(t: Test, kind: 'postgres' | 'pglite', overrides = {}) {
+  const idp = await new StandInIdp().start()
+  t.teardown(() => idp.stop())
+  const handle = await openTestDatabase(t, kind)
+  const app = await buildTestApp(t, handle, { REVOCATION_POLL_MS: 100000, ...overrides }, idp.env())
+  return { idp, app, handle }
+}
+
+async function signIn(app: FastifyInstance, code = 'good', remoteAddress = '127.0.0.1') {
+  const res = await app.inject({ url: `/api/auth/identity?code=${code}`, remoteAddress, headers: { 'user-agent': 'tap' } })
+  return { res, body: res.json() }
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+const decode = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString())
+
+for (const kind of dbKinds) {
+  t.test(`sign-in, tokens and sessions on ${kind}`, async (t) => {
+    const { idp, app } = await setup(t, kind)
+
+    const { res, body } = await signIn(app)
+    t.equal(res.statusCode, 200)
+    t.match(body.user, { providerId: '200000000000000001', username: 'tester', discriminator: '4242', avatar: 'abc123', role: 'USER' })
+    t.match(body.user.id, /^[0-9a-f-]{36}$/)
+    t.match(body.user.createdAt, /Z$/)
+    const cookie = res.cookies.find((c) => c.name === 'refresh_token')
+    t.match(cookie, { value: body.refreshToken, httpOnly: true, sameSite: 'Strict', path: '/api/auth' })
+    const tokenRequest = new URLSearchParams(idp.requests[0].body)
+    t.same([tokenRequest.get('grant_type'), tokenRequest.get('code'), tokenRequest.get('client_id'), tokenRequest.get('client_secret'), tokenRequest.get('redirect_uri')],
+      ['authorization_code', 'good', 'test-client', 'test-client-secret-value', 'http://localhost:5173/callback'])
+
+    const access = decode(body.accessToken)
+    t.same(Object.keys(access).sort(), ['exp', 'iat', 'iss', 'jti', 'providerId', 'role', 'sid', 'userId', 'username'])
+    t.match(access, { userId: body.user.id, providerId: '200000000000000001', username: 'tester#4242', role: 'USER', iss: ISSUER })
+    t.equal(access.exp - access.iat, 900, '15 minutes')
+    const refresh = decode(body.refreshToken)
+    t.same(Object.keys(refresh).sort(), ['exp', 'iat', 'iss', 'tokenId', 'type', 'userId'])
+    t.equal(refresh.type, 'refresh')
+    t.equal(refresh.exp - refresh.iat, 7 * 86400, '7 days')
+
+    const me = await app.inject({ url: '/api/auth/me', headers: bearer(body.accessToken) })
+    t.equal(me.statusCode, 200)
+    t.same(me.json().guilds, [{ id: '900000000000000001', name: 'Test Guild', icon: null, owner: false, permissions: '32' }])
+
+    // A second sign-in replaces the guild list and opens a second session.
+    idp.guilds = [{ id: '900000000000000002', name: 'Other', icon: 'i', owner: true, permissions: '0' }]
+    const second = await signIn(app)
+    t.equal(second.body.user.id, body.user.id, 'the same user')
+    t.same((await app.inject({ url: '/api/auth/me', headers: bearer(second.body.accessToken) })).json().guilds.map((g: { id: string }) => g.id), ['900000000000000002'])
+    const sessions = (await app.inject({ url: '/api/auth/sessions', headers: bearer(second.body.accessToken) })).json().sessions
+    t.equal(sessions.length, 2)
+    t.same(sessions.map((s: { current: boolean }) => s.current), [true, false], 'newest first, current marked')
+    t.match(sessions[0], { userAgent: 'tap', ip: '127.0.0.1' })
+
+    t.test('refresh rotates, and a reused token revokes the session', async (t) => {
+      const r1 = await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: body.refreshToken } })
+      t.equal(r1.statusCode, 200)
+      const pair = r1.json()
+      t.not(pair.refreshToken, body.refreshToken)
+      t.equal((await app.inject({ url: '/api/auth/me', headers: bearer(pair.accessToken) })).statusCode, 200)
+      t.equal(decode(pair.accessToken).sid, access.sid, 'same session')
+
+      const reuse = await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: body.refreshToken } })
+      t.same([reuse.statusCode, reuse.json()], [401, { error: 'Unauthorized', message: 'Invalid refresh token' }])
+      t.equal((await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: pair.refreshToken } })).statusCode, 401, 'the successor dies with the session')
+      t.same((await app.inject({ url: '/api/auth/me', headers: bearer(pair.accessToken) })).json(), { error: 'Unauthorized', message: 'Invalid token' }, 'access tokens refused at once')
+    })
+
+    t.test('cookie-only refresh', async (t) => {
+      const s = await signIn(app)
+      const res = await app.inject({ method: 'POST', url: '/api/auth/refresh', cookies: { refresh_token: s.body.refreshToken } })
+      t.equal(res.statusCode, 200)
+      t.ok(res.cookies.find((c) => c.name === 'refresh_token' && c.value === res.json().refreshToken), 'the cookie rotates too')
+      t.equal((await app.inject({ method: 'POST', url: '/api/auth/refresh' })).statusCode, 401, 'no token at all')
+      t.equal((await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: 'not.a.jwt' } })).statusCode, 401)
+      t.equal((await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: s.body.accessToken } })).statusCode, 401, 'an access token is not a refresh token')
+    })
+
+    t.test('logout and session revocation', async (t) => {
+      const s = await signIn(app)
+      const other = await signIn(app)
+      const out = await app.inject({ method: 'POST', url: '/api/auth/logout', headers: bearer(s.body.accessToken) })
+      t.equal(out.statusCode, 204)
+      t.ok(out.cookies.find((c) => c.name === 'refresh_token' && c.value === ''), 'cookie cleared')
+      t.equal((await app.inject({ url: '/api/auth/me', headers: bearer(s.body.accessToken) })).statusCode, 401)
+      t.equal((await app.inject({ method: 'POST', url: '/api/auth/logout', headers: bearer(s.body.accessToken) })).statusCode, 204, 'idempotent')
+      t.equal((await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: s.body.refreshToken } })).statusCode, 401)
+      t.equal((await app.inject({ method: 'POST', url: '/api/auth/logout' })).statusCode, 401)
+
+      const otherSid = decode(other.body.accessToken).sid
+      const current = await signIn(app)
+      t.equal((await app.inject({ method: 'DELETE', url: `/api/auth/sessions/${otherSid}`, headers: bearer(current.body.accessToken) })).statusCode, 204)
+      t.equal((await app.inject({ url: '/api/auth/me', headers: bearer(other.body.accessToken) })).statusCode, 401, 'revoked session refused at once')
+      for (const id of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
+        const res = await app.inject({ method: 'DELETE', url: `/api/auth/sessions/${id}`, headers: bearer(current.body.accessToken) })
+        t.same([res.statusCode, res.json()], [404, { error: 'Not Found', message: 'Session not found' }], id)
+      }
+    })
+
+    t.test("another user's session is 404", async (t) => {
+      const mine = await signIn(app)
+      idp.user = { id: '200000000000000099', username: 'someone', discriminator: '1', avatar: null }
+      const theirs = await signIn(app)
+      idp.user = { id: '200000000000000001', username: 'tester', discriminator: '4242', avatar: 'abc123' }
+      const res = await app.inject({ method: 'DELETE', url: `/api/auth/sessions/${decode(theirs.body.accessToken).sid}`, headers: bearer(mine.body.accessToken) })
+      t.equal(res.statusCode, 404)
+      t.equal((await app.inject({ url: '/api/auth/me', headers: bearer(theirs.body.accessToken) })).statusCode, 200, 'untouched')
+    })
+  })
+}
+
+t.test('provider refusals', async (t) => {
+  const { idp, app } = await setup(t, 'pglite', { SIGNIN_MAX_FAILURES: 100 })
+  const answer = async (url: string) => {
+    const res = await app.inject(url)
+    return [res.statusCode, res.json().message]
+  }
+  t.same((await answer('/api/auth/identity'))[0], 400, 'missing code')
+  t.same(await answer('/api/auth/identity?code=bad'), [401, 'Invalid authorization code'])
+  idp.mode = 'missing-scope'
+  t.same(await answer('/api/auth/identity?code=x'), [403, 'The identity provider did not grant the identify and guilds scopes'])
+  idp.mode = 'server-error'
+  t.same(await answer('/api/auth/identity?code=x'), [502, 'Identity provider unavailable'])
+  idp.mode = 'garbage'
+  t.same(await answer('/api/auth/identity?code=x'), [502, 'Identity provider unavailable'])
+  await idp.stop()
+  t.same(await answer('/api/auth/identity?code=x'), [502, 'Identity provider unavailable'], 'unreachable')
+})
+
+t.test('state is checked against the signed cookie', async (t) => {
+  const { app } = await setup(t, 'pglite')
+  const login = await app.inject('/api/auth/identity/login')
+  t.equal(login.statusCode, 302)
+  const location = new URL(login.headers.location as string)
+  t.same([location.searchParams.get('client_id'), location.searchParams.get('response_type'), location.searchParams.get('scope'), location.searchParams.get('redirect_uri')],
+    ['test-client', 'code', 'identify guilds', 'http://localhost:5173/callback'])
+  const state = location.searchParams.get('state')!
+  const stateCookie = login.cookies.find((c) => c.name === 'oauth_state')!
+  t.match(stateCookie, { httpOnly: true })
+  const ok = await app.inject({ url: `/api/auth/identity?code=good&state=${state}`, cookies: { oauth_state: stateCookie.value } })
+  t.equal(ok.statusCode, 200)
+  const wrong = await app.inject({ url: `/api/auth/identity?code=good&state=other`, cookies: { oauth_state: stateCookie.value } })
+  t.same([wrong.statusCode, wrong.json().message], [401, 'Invalid state'])
+  const forged = await app.inject({ url: `/api/auth/identity?code=good&state=${state}`, cookies: { oauth_state: state } })
+  t.equal(forged.statusCode, 401, 'an unsigned cookie is refused')
+})
+
+t.test('JWT attacks', async (t) => {
+  const { app } = await setup(t, 'pglite')
+  const { body } = await signIn(app)
+  const claims = decode(body.accessToken)
+  const { iat: _iat, exp: _exp, ...payload } = claims
+  const me = async (headers: Record<string, string>) => {
+    const res = await app.inject({ url: '/api/auth/me', headers })
+    return [res.statusCode, res.json().message]
+  }
+  const sign = (key: string, extra: Record<string, unknown> = {}, opts: Record<string, unknown> = {}) =>
+    createSigner({ key, algorithm: 'HS256', ...opts })({ ...payload, ...extra })
+  const none = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify({ ...claims })).toString('base64url')}.`
+
+  t.same(await me({}), [401, 'Missing authorization header'])
+  t.same(await me({ authorization: `Basic abc` }), [401, 'Missing authorization header'])
+  t.same(await me(bearer(body.accessToken)), [200, undefined])
+  t.same(await me(bearer(none)), [401, 'Invalid token'], 'alg none')
+  t.same(await me(bearer(sign('a-completely-different-secret-of-enough-length', { iss: ISSUER }))), [401, 'Invalid token'], 'wrong secret')
+  t.same(await me(bearer(body.refreshToken)), [401, 'Invalid token'], 'refresh token as access token')
+  t.same(await me(bearer(sign(testSecrets.JWT_REFRESH_SECRET, { iss: ISSUER }))), [401, 'Invalid token'], 'signed with the refresh secret')
+  t.same(await me(bearer(sign(testSecrets.JWT_SECRET, { iss: 'someone-else' }))), [401, 'Invalid token'], 'wrong issuer')
+  t.same(await me(bearer(sign(testSecrets.JWT_SECRET, { iss: ISSUER }, { clockTimestamp: Date.now() - 3_600_000, expiresIn: 60_000 }))), [401, 'Token expired'])
+  t.same(await me(bearer(sign(testSecrets.JWT_SECRET, { iss: ISSUER, type: 'refresh' }))), [401, 'Invalid token'], 'wrong type')
+  t.same(await me(bearer('garbage')), [401, 'Invalid token'])
+  const [h, p] = body.accessToken.split('.')
+  const tampered = Buffer.from(JSON.stringify({ ...claims, role: 'ADMIN' })).toString('base64url')
+  t.same(await me(bearer(`${h}.${tampered}.${body.accessToken.split('.')[2]}`)), [401, 'Invalid token'], 'tampered payload')
+  void p
+})
+
+t.test('failed sign-ins block the IP with a doubling block', async (t) => {
+  const { app } = await setup(t, 'pglite', { SIGNIN_MAX_FAILURES: 3, SIGNIN_BLOCK_SECONDS: 60 })
+  const ip = '192.0.2.10'
+  for (let i = 0; i < 3; i++) t.equal((await signIn(app, 'bad', ip)).res.statusCode, 401)
+  const blocked = await signIn(app, 'good', ip)
+  t.same([blocked.res.statusCode, blocked.body], [429, { error: 'Too Many Requests', message: 'Rate limit exceeded' }])
+  const first = Number(blocked.res.headers['retry-after'])
+  t.ok(first > 50 && first <= 60, `retry-after ${first}`)
+  t.equal((await signIn(app, 'good', '192.0.2.11')).res.statusCode, 200, 'other IPs unaffected')
+  // A failure while blocked still counts and doubles the block.
+  await app.signinGuard.recordFailure(ip)
+  const longer = Number((await signIn(app, 'good', ip)).res.headers['retry-after'])
+  t.ok(longer > 110 && longer <= 120, `doubled: ${longer}`)
+})
