@@ -1,0 +1,39 @@
+import t from 'tap'
+import type { AddressInfo } from 'node:net'
+import { buildApp } from '../../app.ts'
+import { openTestDatabase, testConfig } from '../helper.ts'
+
+t.test('the development identity provider signs a person in over real HTTP', async (t) => {
+  const handle = await openTestDatabase(t, 'pglite')
+  const probe = testConfig()
+  t.equal(probe.devIdp, true)
+  const app = await buildApp({ config: testConfig({ PORT: 0 }), db: handle, logger: false })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => app.close())
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  // The browser-facing URLs use PUBLIC_URL; point it at the test port.
+  app.config.PUBLIC_URL = base
+
+  const login = await fetch(`${base}/api/auth/identity/login`, { redirect: 'manual' })
+  t.equal(login.status, 302)
+  const stateCookie = (login.headers.get('set-cookie') ?? '').split(';')[0]
+  const page = await (await fetch(login.headers.get('location')!)).text()
+  t.match(page, /Development identity provider/)
+  t.match(page, /ada#0001/)
+  const href = /href="([^"]*code=[^"]*)"/.exec(page)![1].replace(/&#38;/g, '&')
+  const callback = new URL(href)
+  t.equal(callback.pathname, '/auth/callback')
+  t.match(await (await fetch(callback)).text(), /id="access-token"/)
+
+  const signIn = await fetch(`${base}/api/auth/identity?${callback.searchParams}`, { headers: { cookie: stateCookie } })
+  t.equal(signIn.status, 200)
+  const body = await signIn.json() as { accessToken: string; user: { username: string } }
+  t.equal(body.user.username, 'ada')
+  const me = await (await fetch(`${base}/api/auth/me`, { headers: { authorization: `Bearer ${body.accessToken}` } })).json() as { guilds: { id: string; owner: boolean }[] }
+  t.same(me.guilds.find((g) => g.id === '700000000000000001')?.owner, true)
+
+  const reused = await fetch(`${base}/api/auth/identity?${callback.searchParams}`, { headers: { cookie: stateCookie } })
+  t.equal(reused.status, 401, 'a code works once')
+  const bad = await fetch(`${base}/dev/idp/authorize?client_id=evil&redirect_uri=https://evil.example&response_type=code`)
+  t.equal(bad.status, 400, 'unknown clients are refused')
+})

@@ -1,0 +1,81 @@
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { Writable } from 'node:stream'
+import { loadConfig, ConfigError } from '../../lib/config.ts'
+import { buildApp } from '../../app.ts'
+import { loggerOptions } from '../../lib/logger.ts'
+import { createPostgresDatabase, openTestDatabase, projectRoot, testConfig, testSecrets } from '../helper.ts'
+import { StandInIdp } from '../support/idp-server.ts'
+import { openDatabase, migrateToLatest } from '../../db/index.ts'
+
+function run(script: string, args: string[], env: Record<string, string | undefined>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => { stdout += d })
+    child.stderr.on('data', (d) => { stderr += d })
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+const production = {
+  NODE_ENV: 'production', IDP_CLIENT_ID: 'c', IDP_CLIENT_SECRET: 's', IDP_REDIRECT_URI: 'https://app.example/cb', IDP_AUTHORIZE_URL: 'https://idp.example/a',
+  IDP_TOKEN_URL: 'https://idp.example/t', IDP_USER_URL: 'https://idp.example/u', IDP_GUILDS_URL: 'https://idp.example/g', ...testSecrets
+}
+
+t.test('start-up refusals', async (t) => {
+  t.ok(loadConfig(production).isProduction)
+  t.throws(() => loadConfig({ ...production, JWT_SECRET: undefined }), new ConfigError('JWT_SECRET is required in production (at least 32 characters)'))
+  t.throws(() => loadConfig({ ...production, JWT_REFRESH_SECRET: 'short' }), new ConfigError('JWT_REFRESH_SECRET must be at least 32 characters'))
+  t.throws(() => loadConfig({ ...production, JWT_REFRESH_SECRET: production.JWT_SECRET }), new ConfigError('JWT_SECRET and JWT_REFRESH_SECRET must be different'))
+  t.throws(() => loadConfig({ ...production, IDP_CLIENT_ID: undefined }), /IDP_CLIENT_ID is required in production/)
+  t.throws(() => loadConfig({ JWT_SECRET: 'too-short' }), /JWT_SECRET must be at least 32 characters/, 'a short secret is refused in development too')
+  t.throws(() => loadConfig({ PORT: 'eighty' }), /PORT/)
+  const dev = loadConfig({})
+  t.equal(dev.devIdp, true)
+  t.equal(dev.JWT_SECRET, undefined, 'development may run without secrets (random ones are generated)')
+
+  const refused = await run('server.ts', [], { ...production, JWT_SECRET: 'short', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' })
+  t.equal(refused.code, 1)
+  t.match(refused.stderr, /^error: invalid configuration|JWT_SECRET must be at least 32 characters/m)
+  t.match(refused.stderr, /JWT_SECRET/)
+})
+
+t.test('logs carry no codes, tokens, secrets or Authorization values', async (t) => {
+  const idp = await new StandInIdp().start()
+  t.teardown(() => idp.stop())
+  const handle = await openTestDatabase(t, 'pglite')
+  let output = ''
+  const stream = new Writable({ write(chunk, _enc, done) { output += chunk; done() } })
+  const config = testConfig({}, { ...idp.env(), LOG_LEVEL: 'trace' })
+  const app = await buildApp({ config, db: handle, logger: { ...(loggerOptions('trace') as object), stream } })
+  t.teardown(() => app.close())
+  const code = 'secret-authorization-code-123'
+  const signIn = (await app.inject({ url: `/api/auth/identity?code=${code}&state=state-value-xyz`, headers: { cookie: 'oauth_state=whatever' } }))
+  t.equal(signIn.statusCode, 401, 'unsigned state cookie refused (still logged)')
+  const ok = (await app.inject(`/api/auth/identity?code=${code}`)).json()
+  const refreshed = (await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: ok.refreshToken } })).json()
+  await app.inject({ url: '/api/auth/me', headers: { authorization: `Bearer ${refreshed.accessToken}` } })
+  await app.inject({ method: 'POST', url: '/api/auth/logout', headers: { authorization: `Bearer ${refreshed.accessToken}` }, cookies: { refresh_token: refreshed.refreshToken } })
+  t.ok(output.length > 1000, 'something was logged')
+  for (const secret of [code, 'state-value-xyz', ok.accessToken, ok.refreshToken, refreshed.accessToken, refreshed.refreshToken, testSecrets.JWT_SECRET, testSecrets.JWT_REFRESH_SECRET, 'provider-token', 'test-client-secret-value']) {
+    t.notOk(output.includes(secret), `log does not contain ${secret.slice(0, 12)}…`)
+  }
+  t.match(output, /\[REDACTED\]/)
+})
+
+t.test('user:role', async (t) => {
+  const url = await createPostgresDatabase(t)
+  const handle = await openDatabase({ url })
+  await migrateToLatest(handle.db)
+  await handle.db.insertInto('users').values({ provider_id: '555', username: 'x', discriminator: '1', avatar: null }).execute()
+  const ok = await run('scripts/user-role.ts', ['555', 'ADMIN'], { DATABASE_URL: url })
+  t.equal(ok.code, 0, ok.stderr)
+  t.equal((await handle.db.selectFrom('users').select('role').where('provider_id', '=', '555').executeTakeFirstOrThrow()).role, 'ADMIN')
+  const missing = await run('scripts/user-role.ts', ['999', 'ADMIN'], { DATABASE_URL: url })
+  t.same([missing.code, missing.stderr.trim()], [1, 'error: no user with provider id 999 (users appear after their first sign-in)'])
+  const usage = await run('scripts/user-role.ts', ['555', 'ROOT'], { DATABASE_URL: url })
+  t.equal(usage.code, 2)
+  await handle.close()
+})

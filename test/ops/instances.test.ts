@@ -1,0 +1,80 @@
+import t, { type Test } from 'tap'
+import { Redis } from 'ioredis'
+import type { FastifyInstance } from 'fastify'
+import { buildTestApp, openTestDatabase } from '../helper.ts'
+import { StandInIdp } from '../support/idp-server.ts'
+
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+const sid = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString()).sid
+
+async function until(check: () => Promise<boolean>, ms: number): Promise<number> {
+  const started = Date.now()
+  while (Date.now() - started < ms) {
+    if (await check()) return Date.now() - started
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return -1
+}
+
+async function redisReachable(): Promise<boolean> {
+  const probe = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 })
+  try {
+    await probe.connect()
+    await probe.ping()
+    return true
+  } catch {
+    return false
+  } finally {
+    probe.disconnect()
+  }
+}
+
+async function pair(t: Test, env: Record<string, string>, overrides = {}): Promise<[FastifyInstance, FastifyInstance, StandInIdp]> {
+  const idp = await new StandInIdp().start()
+  t.teardown(() => idp.stop())
+  const handle = await openTestDatabase(t, 'postgres')
+  const a = await buildTestApp(t, handle, overrides, { ...idp.env(), ...env })
+  const b = await buildTestApp(t, handle, overrides, { ...idp.env(), ...env })
+  return [a, b, idp]
+}
+
+t.test('a session revoked through instance A is refused by instance B within a second', async (t) => {
+  if (!(await redisReachable())) return t.fail(`Redis is not reachable at ${redisUrl}; start it: redis-server --daemonize yes --port 6379 --save "" --appendonly no`)
+  const [a, b] = await pair(t, { REDIS_URL: redisUrl }, { REVOCATION_POLL_MS: 60_000 })
+  const s = (await a.inject('/api/auth/identity?code=x')).json()
+  t.equal((await b.inject({ url: '/api/auth/me', headers: bearer(s.accessToken) })).statusCode, 200)
+  t.equal((await a.inject({ method: 'POST', url: '/api/auth/logout', headers: bearer(s.accessToken) })).statusCode, 204)
+  const took = await until(async () => (await b.inject({ url: '/api/auth/me', headers: bearer(s.accessToken) })).statusCode === 401, 1000)
+  t.ok(took >= 0, `refused by B after ${took} ms (pub/sub, with the database poll set to a minute)`)
+})
+
+t.test('without Redis, the database poll carries revocations to other instances', async (t) => {
+  const [a, b] = await pair(t, {}, { REVOCATION_POLL_MS: 200 })
+  const s = (await a.inject('/api/auth/identity?code=x')).json()
+  const other = (await a.inject('/api/auth/identity?code=x')).json()
+  t.equal((await a.inject({ method: 'DELETE', url: `/api/auth/sessions/${sid(s.accessToken)}`, headers: bearer(other.accessToken) })).statusCode, 204)
+  const took = await until(async () => (await b.inject({ url: '/api/auth/me', headers: bearer(s.accessToken) })).statusCode === 401, 1000)
+  t.ok(took >= 0, `refused by B after ${took} ms`)
+})
+
+t.test('sign-in blocks hold across instances', async (t) => {
+  if (!(await redisReachable())) return t.fail(`Redis is not reachable at ${redisUrl}`)
+  const [a, b] = await pair(t, { REDIS_URL: redisUrl }, { SIGNIN_MAX_FAILURES: 2 })
+  const ip = `198.18.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250) + 1}`
+  t.equal((await a.inject({ url: '/api/auth/identity?code=bad', remoteAddress: ip })).statusCode, 401)
+  t.equal((await b.inject({ url: '/api/auth/identity?code=bad', remoteAddress: ip })).statusCode, 401)
+  const blocked = await a.inject({ url: '/api/auth/identity?code=good', remoteAddress: ip })
+  t.equal(blocked.statusCode, 429, 'two failures on two instances make one block')
+  t.equal((await b.inject({ url: '/api/auth/identity?code=good', remoteAddress: ip })).statusCode, 429)
+})
+
+t.test('Redis away: requests keep being served', async (t) => {
+  // Nothing listens on port 1: the instance runs as if Redis had gone away.
+  const [a] = await pair(t, { REDIS_URL: 'redis://127.0.0.1:1' }, { RATE_LIMIT_MAX: 1000 })
+  t.equal((await a.inject('/api/v1/folders')).statusCode, 200, 'rate limiting is skipped, not failed')
+  const s = await a.inject('/api/auth/identity?code=x')
+  t.equal(s.statusCode, 200, 'sign-in works with the in-process fallback')
+  t.equal((await a.inject({ method: 'POST', url: '/api/auth/logout', headers: bearer(s.json().accessToken) })).statusCode, 204)
+  t.equal((await a.inject({ url: '/api/auth/me', headers: bearer(s.json().accessToken) })).statusCode, 401, 'revocation still immediate here')
+})
