@@ -1,4 +1,4 @@
-import { SaxesParser, type SaxesTag } from 'saxes'
+import { SaxesParser, type SaxesTagPlain } from 'saxes'
 
 export type Position = [number, number]
 export type KmlGeometry =
@@ -26,244 +26,397 @@ export type KmlItem =
 
 export class KmlError extends Error {
   override name = 'KmlError'
-  constructor(message: string, readonly line?: number, readonly column?: number) {
+  line?: number
+  column?: number
+  constructor(message: string, line?: number, column?: number) {
     super(message)
+    this.line = line
+    this.column = column
   }
 }
 
-const localName = (qname: string) => qname.slice(qname.indexOf(':') + 1)
+// gx:Track and gx:MultiTrack share the reason 'Track' so reports group them together.
+const UNSUPPORTED_GEOMETRY: Record<string, string> = {
+  MultiGeometry: 'MultiGeometry',
+  Model: 'Model',
+  Track: 'Track',
+  MultiTrack: 'Track',
+  LinearRing: 'LinearRing'
+}
+// Features other than Placemark carry no geometry we import, but are reported rather than dropped.
+const OTHER_FEATURES = new Set(['GroundOverlay', 'ScreenOverlay', 'PhotoOverlay', 'NetworkLink'])
+// Shared styles live at Document (or, leniently, Folder) level; elsewhere a Style is inline to a feature.
+const STYLE_PARENTS = new Set(['Document', 'Folder', 'kml'])
 
-const UNSUPPORTED: Record<string, string> = { MultiGeometry: 'MultiGeometry', Model: 'Model', Track: 'Track', MultiTrack: 'Track' }
-const SUPPORTED = new Set(['Point', 'LineString', 'Polygon'])
+// Large string chunks are fed in slices so the item queue stays small.
+const SLICE = 65536
+const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
+
+interface Frame {
+  qname: string
+  local: string
+  capture: boolean
+  text: string
+  hasChild: boolean
+}
 
 interface FolderState { name: string; emitted: boolean }
 
 interface PlacemarkState {
-  line: number
   depth: number
+  line: number
   name: string
   description: string | null
   styleId: string | null
-  geometryType: string | null
-  skipReason: string | null
+  geometry: string | null
+  geometryDepth: number
+  geometryOpen: boolean
+  coordinates: string[]
   outer: string | null
+  outerOpen: boolean
   inner: string[]
-  coordinates: string | null
+  innerOpen: boolean
   mediaLinks: string[]
   extendedData: { key: string; value: string }[]
   dataName: string | null
   dataValue: string
 }
 
-interface StyleState { id: string; kind: 'Style' | 'StyleMap'; depth: number; definition: Record<string, string>; pairKey: string; pairUrl: string }
+interface StyleState {
+  depth: number
+  id: string
+  kind: 'Style' | 'StyleMap'
+  definition: Record<string, string>
+  pairDepth: number
+  pairLeaves: [string, string][]
+  pairKey: string
+  pairCount: number
+}
 
-export function parseCoordinates(text: string): Position[] | null {
-  const tuples = text.replace(/\s*,\s*/g, ',').trim().split(/\s+/).filter(Boolean)
+interface FeatureState { depth: number; kind: string; line: number; name: string }
+
+function localName(qname: string): string {
+  const colon = qname.indexOf(':')
+  return colon < 0 ? qname : qname.slice(colon + 1)
+}
+
+function collapse(text: string): string {
+  return text.replace(/\s+/g, ' ').trim()
+}
+
+function parsePositions(text: string): Position[] | null {
+  // Some writers put spaces after the commas; rejoin those before splitting tuples on whitespace.
+  const tuples = text.replace(/\s*,\s*/g, ',').trim().split(/\s+/).filter((s) => s !== '')
   const out: Position[] = []
   for (const tuple of tuples) {
     const parts = tuple.split(',')
-    if (parts.length < 2 || parts.length > 3) return null
-    const lon = Number(parts[0])
-    const lat = Number(parts[1])
-    if (!Number.isFinite(lon) || !Number.isFinite(lat) || lon < -180 || lon > 180 || lat < -90 || lat > 90) return null
+    if (parts.length < 2 || parts.length > 3 || !parts.every((p) => NUMBER.test(p))) return null
+    const values = parts.map(Number)
+    if (!values.every(Number.isFinite)) return null
+    const [lon, lat] = values
+    if (lon < -180 || lon > 180 || lat < -90 || lat > 90) return null
     out.push([lon, lat])
   }
   return out
 }
 
-function attribute(tag: SaxesTag, key: string): string | undefined {
-  const v: unknown = tag.attributes[key]
-  return typeof v === 'string' ? v : undefined
+function buildGeometry(p: PlacemarkState): { geometry: KmlGeometry; raw: string } | string {
+  if (p.geometry === null) return 'no geometry'
+  if (UNSUPPORTED_GEOMETRY[p.geometry]) return UNSUPPORTED_GEOMETRY[p.geometry]
+  if (p.geometry === 'Polygon') {
+    if (p.outer === null) return 'invalid coordinates'
+    const rings = [p.outer, ...p.inner].map(parsePositions)
+    if (rings.some((r) => r === null || r.length < 4)) return 'invalid coordinates'
+    return { geometry: { type: 'Polygon', coordinates: rings as Position[][] }, raw: collapse(p.outer) }
+  }
+  const text = p.coordinates.join(' ')
+  const positions = parsePositions(text)
+  if (positions === null) return 'invalid coordinates'
+  const raw = collapse(text)
+  if (p.geometry === 'Point') {
+    return positions.length === 1 ? { geometry: { type: 'Point', coordinates: positions[0] }, raw } : 'invalid coordinates'
+  }
+  return positions.length >= 2 ? { geometry: { type: 'LineString', coordinates: positions }, raw } : 'invalid coordinates'
 }
 
-const collapse = (s: string) => s.replace(/\s+/g, ' ').trim()
-
-function buildGeometry(p: PlacemarkState): KmlGeometry | string {
-  if (p.skipReason) return p.skipReason
-  if (!p.geometryType) return 'no geometry'
-  if (p.geometryType === 'Point') {
-    const c = parseCoordinates(p.coordinates ?? '')
-    return c && c.length === 1 ? { type: 'Point', coordinates: c[0] } : 'invalid coordinates'
-  }
-  if (p.geometryType === 'LineString') {
-    const c = parseCoordinates(p.coordinates ?? '')
-    return c && c.length >= 2 ? { type: 'LineString', coordinates: c } : 'invalid coordinates'
-  }
-  const rings = [p.outer, ...p.inner].map((r) => (r === null ? null : parseCoordinates(r)))
-  if (rings.some((r) => !r || r.length < 4)) return 'invalid coordinates'
-  return { type: 'Polygon', coordinates: rings as Position[][] }
+function friendly(message: string, lastClosed: string): string {
+  const text = message.replace(/^\d+:\d+: /, '').replace(/\.$/, '')
+  // saxes closes the still-open element before complaining about a mismatched closing tag.
+  if (text === 'unexpected close tag') return `unclosed tag <${lastClosed}>`
+  const unclosed = /^unclosed tag: (.+)$/.exec(text)
+  if (unclosed) return `unclosed tag <${unclosed[1]}>`
+  const unmatched = /^unmatched closing tag: (.+)$/.exec(text)
+  if (unmatched) return `closing tag </${unmatched[1]}> matches no open element`
+  return text
 }
 
-/** Streams KmlItems out of KML text chunks; memory holds one placemark at a time, never the file. */
-export async function* readKml(chunks: AsyncIterable<string | Buffer> | Iterable<string | Buffer>): AsyncGenerator<KmlItem> {
-  const parser = new SaxesParser({ position: true })
+/** Streams the placemarks, styles and folders of a KML document; holds at most one placemark's worth of state. */
+export async function* readKml(chunks: AsyncIterable<string | Buffer>): AsyncGenerator<KmlItem> {
+  const parser = new SaxesParser({ xmlns: false, position: true })
   const decoder = new TextDecoder('utf-8')
   const queue: KmlItem[] = []
-  const stack: string[] = []
+  const stack: Frame[] = []
   const folders: FolderState[] = []
-  let text = ''
   let sawRoot = false
+  let tagLine = 1
   let placemark: PlacemarkState | null = null
   let style: StyleState | null = null
+  let feature: FeatureState | null = null
+  let lastClosed = ''
 
   const emitFolders = () => {
     for (let i = 0; i < folders.length; i++) {
-      if (!folders[i].emitted) {
-        folders[i].emitted = true
-        queue.push({ kind: 'folder', folder: { name: folders[i].name, path: folders.slice(0, i + 1).map((f) => f.name) } })
-      }
+      if (folders[i].emitted) continue
+      folders[i].emitted = true
+      queue.push({ kind: 'folder', folder: { name: folders[i].name, path: folders.slice(0, i + 1).map((f) => f.name) } })
     }
   }
 
-  parser.on('opentag', (tag: SaxesTag) => {
-    const name = localName(tag.name)
-    if (!sawRoot) {
-      sawRoot = true
-      if (name !== 'kml') throw new KmlError(`not a KML document: root element is <${tag.name}>`, parser.line, parser.column)
-    }
-    stack.push(name)
-    text = ''
+  const putDefinition = (key: string, value: string) => {
+    if (!style) return
+    let k = key
+    // Repeated paths keep every value instead of the last one winning.
+    for (let n = 2; k in style.definition; n++) k = `${key}[${n}]`
+    style.definition[k] = value
+  }
 
-    if (placemark) {
-      if (style) return
-      const rel = stack.length - placemark.depth
-      if (rel === 1 && !placemark.geometryType && !placemark.skipReason) {
-        if (SUPPORTED.has(name)) placemark.geometryType = name
-        else if (UNSUPPORTED[name]) placemark.skipReason = UNSUPPORTED[name]
-      }
-      if (name === 'Data') {
-        placemark.dataName = attribute(tag, 'name') ?? ''
-        placemark.dataValue = ''
-      } else if (name === 'SimpleData') {
-        placemark.dataName = attribute(tag, 'name') ?? ''
-      }
-      return
-    }
-    if (style) {
-      if (name === 'Pair') {
-        style.pairKey = ''
-        style.pairUrl = ''
-      }
-      return
-    }
-    if (name === 'Folder') {
-      emitFolders()
-      folders.push({ name: '', emitted: false })
-    } else if (name === 'Placemark') {
-      emitFolders()
-      placemark = {
-        line: parser.line, depth: stack.length, name: '', description: null, styleId: null, geometryType: null, skipReason: null,
-        outer: null, inner: [], coordinates: null, mediaLinks: [], extendedData: [], dataName: null, dataValue: ''
-      }
-    } else if ((name === 'Style' || name === 'StyleMap') && attribute(tag, 'id')) {
-      style = { id: attribute(tag, 'id')!, kind: name, depth: stack.length, definition: {}, pairKey: '', pairUrl: '' }
-    }
+  parser.on('error', (err) => {
+    throw new KmlError(`malformed XML at line ${parser.line}, column ${parser.column}: ${friendly(err.message, lastClosed)}`, parser.line, parser.column)
   })
 
-  const onText = (t: string) => { text += t }
-  parser.on('text', onText)
-  parser.on('cdata', onText)
+  parser.on('opentagstart', () => {
+    tagLine = parser.line
+  })
 
-  parser.on('closetag', (tag: SaxesTag) => {
-    const name = localName(tag.name)
-    const value = text
-    text = ''
-    const parent = stack[stack.length - 2]
-    const depth = stack.length
-    stack.pop()
-
-    if (style) {
-      if (depth === style.depth) {
-        queue.push({ kind: 'style', style: { id: style.id, kind: style.kind, definition: style.definition } })
-        style = null
-        return
-      }
-      if (name === 'key' && parent === 'Pair') style.pairKey = value.trim()
-      else if (name === 'styleUrl' && parent === 'Pair') style.pairUrl = value.trim()
-      else if (name === 'Pair') style.definition[`Pair.${style.pairKey || 'unknown'}`] = style.pairUrl
-      else if (value.trim()) style.definition[stack.slice(style.depth).concat(name).join('.')] = value.trim()
-      return
+  parser.on('opentag', (tag: SaxesTagPlain) => {
+    const local = localName(tag.name)
+    if (!sawRoot) {
+      sawRoot = true
+      if (local !== 'kml') throw new KmlError(`not a KML document: root element is <${tag.name}>`, tagLine, parser.column)
     }
+    const parent = stack.length > 0 ? stack[stack.length - 1] : null
+    if (parent) parent.hasChild = true
+    const depth = stack.length
+    const frame: Frame = { qname: tag.name, local, capture: false, text: '', hasChild: false }
+    stack.push(frame)
 
     if (placemark) {
       const rel = depth - placemark.depth
-      if (rel === 0) {
-        const geometry = buildGeometry(placemark)
-        if (typeof geometry === 'string') {
-          queue.push({ kind: 'skipped', reason: geometry, name: placemark.name, line: placemark.line })
-        } else {
-          const raw = placemark.geometryType === 'Polygon' ? placemark.outer : placemark.coordinates
-          queue.push({
-            kind: 'placemark',
-            placemark: {
-              name: placemark.name,
-              description: placemark.description,
-              styleId: placemark.styleId,
-              folderPath: folders.map((f) => f.name),
-              geometry,
-              coordinatesRaw: collapse(raw ?? ''),
-              mediaLinks: placemark.mediaLinks,
-              extendedData: placemark.extendedData
-            }
-          })
-        }
-        placemark = null
-        return
-      }
+      const p = placemark
       if (rel === 1) {
-        if (name === 'name') placemark.name = value.trim()
-        else if (name === 'description') placemark.description = value.trim() || null
-        else if (name === 'styleUrl') placemark.styleId = value.trim().replace(/^#/, '') || null
+        if (local === 'name' || local === 'description' || local === 'styleUrl') frame.capture = true
+        else if (p.geometry === null && (local === 'Point' || local === 'LineString' || local === 'Polygon' || UNSUPPORTED_GEOMETRY[local])) {
+          p.geometry = local
+          p.geometryDepth = depth
+          p.geometryOpen = true
+        }
         return
       }
-      if (name === 'value' && parent === 'Data' && placemark.dataName !== null) {
-        placemark.dataValue = value
-      } else if (name === 'Data' && placemark.dataName !== null) {
-        if (placemark.dataName === 'gx_media_links') placemark.mediaLinks.push(...placemark.dataValue.trim().split(/\s+/).filter(Boolean))
-        else placemark.extendedData.push({ key: placemark.dataName, value: placemark.dataValue.trim() })
-        placemark.dataName = null
-      } else if (name === 'SimpleData' && placemark.dataName !== null) {
-        placemark.extendedData.push({ key: placemark.dataName, value: value.trim() })
-        placemark.dataName = null
-      } else if (name === 'coordinates' && !placemark.skipReason && placemark.geometryType) {
-        const inPolygon = stack.includes('Polygon')
-        if (!inPolygon) placemark.coordinates = value
-        else if (stack.includes('outerBoundaryIs')) placemark.outer = value
-        else if (stack.includes('innerBoundaryIs')) placemark.inner.push(value)
+      if (p.geometryOpen) {
+        const path = stack.slice(p.geometryDepth + 1).map((f) => f.local).join('/')
+        if (p.geometry === 'Polygon') {
+          if (path === 'outerBoundaryIs/LinearRing') {
+            p.outerOpen = p.outer === null
+            if (p.outerOpen) p.outer = ''
+          } else if (path === 'innerBoundaryIs/LinearRing') {
+            p.innerOpen = true
+            p.inner.push('')
+          } else if (local === 'coordinates' && ((p.outerOpen && path === 'outerBoundaryIs/LinearRing/coordinates') || (p.innerOpen && path === 'innerBoundaryIs/LinearRing/coordinates'))) {
+            frame.capture = true
+          }
+        } else if ((p.geometry === 'Point' || p.geometry === 'LineString') && path === 'coordinates') {
+          frame.capture = true
+        }
+        return
+      }
+      const path = stack.slice(placemark.depth + 1).map((f) => f.local).join('/')
+      if (path === 'ExtendedData/Data') {
+        p.dataName = tag.attributes.name ?? ''
+        p.dataValue = ''
+      } else if (path === 'ExtendedData/Data/value' || path === 'ExtendedData/SchemaData/SimpleData') {
+        frame.capture = true
       }
       return
     }
 
-    if (name === 'name' && parent === 'Folder' && folders.length) {
-      folders[folders.length - 1].name = value.trim()
-    } else if (name === 'Folder') {
+    if (style) {
+      frame.capture = true
+      if (style.kind === 'StyleMap' && local === 'Pair' && depth === style.depth + 1) {
+        style.pairDepth = depth
+        style.pairLeaves = []
+        style.pairKey = ''
+        style.pairCount++
+      }
+      return
+    }
+
+    if (feature) {
+      if (local === 'name' && depth === feature.depth + 1) frame.capture = true
+      return
+    }
+
+    if (local === 'Placemark') {
+      emitFolders()
+      placemark = {
+        depth, line: tagLine, name: '', description: null, styleId: null,
+        geometry: null, geometryDepth: -1, geometryOpen: false, coordinates: [],
+        outer: null, outerOpen: false, inner: [], innerOpen: false,
+        mediaLinks: [], extendedData: [], dataName: null, dataValue: ''
+      }
+    } else if (local === 'Folder') {
+      emitFolders()
+      folders.push({ name: '', emitted: false })
+    } else if ((local === 'Style' || local === 'StyleMap') && parent && STYLE_PARENTS.has(parent.local)) {
+      const id = tag.attributes.id ?? ''
+      if (id !== '') style = { depth, id, kind: local, definition: {}, pairDepth: -1, pairLeaves: [], pairKey: '', pairCount: 0 }
+    } else if (OTHER_FEATURES.has(local)) {
+      feature = { depth, kind: local, line: tagLine, name: '' }
+    } else if (local === 'name' && parent?.local === 'Folder' && folders.length > 0) {
+      frame.capture = true
+    }
+
+  })
+
+  const onText = (text: string) => {
+    const top = stack[stack.length - 1]
+    if (top?.capture) top.text += text
+  }
+  parser.on('text', onText)
+  parser.on('cdata', onText)
+
+  parser.on('closetag', (tag: SaxesTagPlain) => {
+    lastClosed = tag.name
+    const frame = stack.pop()
+    if (!frame) return
+    const depth = stack.length
+    const local = frame.local
+
+    if (placemark) {
+      const p = placemark
+      if (depth === p.depth) {
+        placemark = null
+        const built = buildGeometry(p)
+        if (typeof built === 'string') {
+          queue.push({ kind: 'skipped', reason: built, name: p.name, line: p.line })
+        } else {
+          queue.push({
+            kind: 'placemark',
+            placemark: {
+              name: p.name,
+              description: p.description,
+              styleId: p.styleId,
+              folderPath: folders.map((f) => f.name),
+              geometry: built.geometry,
+              coordinatesRaw: built.raw,
+              mediaLinks: p.mediaLinks,
+              extendedData: p.extendedData
+            }
+          })
+        }
+        return
+      }
+      const rel = depth - p.depth
+      if (rel === 1 && frame.capture) {
+        if (local === 'name') p.name = frame.text.trim()
+        else if (local === 'description') p.description = frame.text.trim() || null
+        else if (local === 'styleUrl') p.styleId = frame.text.trim().replace(/^#/, '') || null
+        return
+      }
+      if (p.geometryOpen) {
+        if (depth === p.geometryDepth) p.geometryOpen = false
+        else if (frame.capture) {
+          if (p.geometry === 'Polygon') {
+            if (p.outerOpen) p.outer += ` ${frame.text}`
+            else p.inner[p.inner.length - 1] += ` ${frame.text}`
+          } else {
+            p.coordinates.push(frame.text)
+          }
+        } else if (local === 'LinearRing') {
+          p.outerOpen = false
+          p.innerOpen = false
+        }
+        return
+      }
+      if (local === 'value' && frame.capture) {
+        p.dataValue = frame.text.trim()
+      } else if (local === 'SimpleData' && frame.capture) {
+        p.extendedData.push({ key: tag.attributes.name ?? '', value: frame.text.trim() })
+      } else if (local === 'Data' && p.dataName !== null && depth === p.depth + 2) {
+        if (p.dataName === 'gx_media_links') p.mediaLinks.push(...p.dataValue.split(/\s+/).filter((s) => s !== ''))
+        else p.extendedData.push({ key: p.dataName, value: p.dataValue })
+        p.dataName = null
+      }
+      return
+    }
+
+    if (style) {
+      const s = style
+      if (depth === s.depth) {
+        style = null
+        queue.push({ kind: 'style', style: { id: s.id, kind: s.kind, definition: s.definition } })
+        return
+      }
+      const path = stack.slice(s.depth + 1).map((f) => f.local).concat(local)
+      if (s.pairDepth >= 0) {
+        if (depth === s.pairDepth) {
+          const key = s.pairKey || String(s.pairCount)
+          for (const [rel, value] of s.pairLeaves) putDefinition(rel === 'styleUrl' ? `Pair.${key}` : `Pair.${key}.${rel}`, value)
+          s.pairDepth = -1
+          return
+        }
+        if (!frame.hasChild) {
+          const rel = path.slice(1).join('.')
+          if (rel === 'key') s.pairKey = frame.text.trim()
+          else s.pairLeaves.push([rel, frame.text.trim()])
+        }
+        return
+      }
+      const attributes = Object.entries(tag.attributes)
+      for (const [name, value] of attributes) putDefinition(`${path.join('.')}@${name}`, value)
+      const text = frame.text.trim()
+      if (!frame.hasChild && (text !== '' || attributes.length === 0)) putDefinition(path.join('.'), text)
+      return
+    }
+
+    if (feature) {
+      if (depth === feature.depth) {
+        queue.push({ kind: 'skipped', reason: feature.kind, name: feature.name, line: feature.line })
+        feature = null
+      } else if (frame.capture) {
+        feature.name = frame.text.trim()
+      }
+      return
+    }
+
+    if (local === 'Folder' && folders.length > 0) {
       emitFolders()
       folders.pop()
+    } else if (frame.capture && local === 'name' && folders.length > 0) {
+      folders[folders.length - 1].name = frame.text.trim()
     }
   })
 
-  const fail = (err: unknown): never => {
-    if (err instanceof KmlError) throw err
-    const message = err instanceof Error ? err.message : String(err)
-    // saxes prefixes its messages with "line:column: ".
-    const m = /^(\d+):(\d+): (.*)$/s.exec(message)
-    if (m) throw new KmlError(`malformed XML at line ${m[1]}, column ${m[2]}: ${m[3]}`, Number(m[1]), Number(m[2]))
-    throw new KmlError(`malformed XML: ${message}`)
+  // Yields after every slice so a single huge chunk never piles up more than a slice's worth of items.
+  function* feed(text: string): Generator<KmlItem> {
+    for (let start = 0; start < text.length; ) {
+      let end = Math.min(start + SLICE, text.length)
+      // Never split a surrogate pair between two writes.
+      if (end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1])) end++
+      parser.write(text.slice(start, end))
+      start = end
+      if (queue.length > 0) yield* queue.splice(0)
+    }
   }
 
-  try {
-    for await (const chunk of chunks) {
-      parser.write(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }))
-      if (queue.length) {
-        yield* queue
-        queue.length = 0
-      }
-    }
-    parser.write(decoder.decode())
-    parser.close()
-  } catch (err) {
-    fail(err)
+  for await (const chunk of chunks) {
+    yield* feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }))
   }
-  if (!sawRoot) throw new KmlError('not a KML document: the file is empty')
-  yield* queue
+  yield* feed(decoder.decode())
+  if (!sawRoot) throw new KmlError('not a KML document: no root element', parser.line, parser.column)
+  if (stack.length > 0) {
+    const open = stack[stack.length - 1].qname
+    throw new KmlError(`malformed XML at line ${parser.line}, column ${parser.column}: unexpected end of input, unclosed tag <${open}>`, parser.line, parser.column)
+  }
+  parser.close()
+  if (queue.length > 0) yield* queue.splice(0)
 }
