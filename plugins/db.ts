@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
 import type { Database } from '../db/types.ts'
 import { seedSampleIfEmpty } from '../db/sample/seed.ts'
+import { seedDemoActivityIfEmpty } from '../db/sample/activity.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -32,6 +33,8 @@ export default fp(async function db(app: FastifyInstance, opts: DbPluginOptions)
   if (config.SEED_SAMPLE_DATA && handle.kind === 'pglite') {
     const summary = await seedSampleIfEmpty(handle)
     if (summary) app.log.info({ placemarks: summary.placemarks }, 'embedded database seeded with the sample dataset')
+    const activity = await seedDemoActivityIfEmpty(handle)
+    if (activity) app.log.info({ events: activity.events }, 'embedded database seeded with demo guild activity')
   }
   app.decorate('db', handle.db)
   app.decorate('dbHandle', handle)

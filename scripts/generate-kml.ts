@@ -2,18 +2,9 @@ import { createWriteStream } from 'node:fs'
 import { once } from 'node:events'
 import { parseArgs } from 'node:util'
 import { CliError, runCli } from './cli.ts'
+import { mulberry32 } from '../lib/random.ts'
 
-// Deterministic PRNG so the same arguments always write the same file.
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+export { mulberry32 }
 
 const CITIES: [string, number, number][] = [
   ['Las Vegas', -115.17, 36.11], ['Los Angeles', -118.24, 34.05], ['New York', -74.0, 40.71], ['London', -0.12, 51.5],
