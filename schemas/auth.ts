@@ -49,4 +49,4 @@ export const Session = Type.Object({
 }, { title: 'Session' })
 
 export const SessionsResponse = Type.Object({ sessions: Type.Array(Session) })
-export const SessionParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Session id' }) })
+export const SessionParams = Type.Object({ id: Type.String({ description: 'Session id (any other value answers 404)' }) })

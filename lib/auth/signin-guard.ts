@@ -21,7 +21,7 @@ export function blockDuration(failures: number, s: SigninGuardSettings): number 
   return Math.min(s.blockMs * 2 ** (failures - s.maxFailures), s.maxBlockMs)
 }
 
-interface Entry { failures: number; windowStart: number; blockedUntil: number }
+interface Entry { failures: number; lastFailure: number; blockedUntil: number }
 
 export class MemorySigninGuard implements SigninGuard {
   #entries = new Map<string, Entry>()
@@ -35,8 +35,10 @@ export class MemorySigninGuard implements SigninGuard {
   async recordFailure(ip: string): Promise<number> {
     const now = Date.now()
     let e = this.#entries.get(ip)
-    if (!e || (now - e.windowStart > this.settings.windowMs && e.blockedUntil < now)) e = { failures: 0, windowStart: now, blockedUntil: 0 }
+    // The window runs from the last failure or the end of the last block, so blocks keep doubling.
+    if (!e || now - Math.max(e.lastFailure, e.blockedUntil) > this.settings.windowMs) e = { failures: 0, lastFailure: now, blockedUntil: 0 }
     e.failures++
+    e.lastFailure = now
     const block = blockDuration(e.failures, this.settings)
     if (block) e.blockedUntil = now + block
     this.#entries.set(ip, e)
@@ -50,7 +52,7 @@ export class MemorySigninGuard implements SigninGuard {
 
   #prune(now: number): void {
     for (const [ip, e] of this.#entries) {
-      if (e.blockedUntil < now && now - e.windowStart > this.settings.windowMs) this.#entries.delete(ip)
+      if (now - Math.max(e.lastFailure, e.blockedUntil) > this.settings.windowMs) this.#entries.delete(ip)
     }
   }
 }
@@ -79,8 +81,8 @@ export class RedisSigninGuard implements SigninGuard {
       const block = blockDuration(failures, this.settings)
       const multi = this.redis.multi()
       if (block) multi.hset(key, 'blockedUntil', String(Date.now() + block))
-      // The counter lives for the window, and at least as long as the block it caused.
-      if (failures === 1 || block) multi.pexpire(key, Math.max(this.settings.windowMs, block))
+      // The counter lives for a window after the last failure, counted from the end of any block.
+      multi.pexpire(key, this.settings.windowMs + block)
       await multi.exec()
       return block
     } catch {

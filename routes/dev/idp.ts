@@ -31,6 +31,9 @@ const devIdp: FastifyPluginAsyncTypebox = async (app) => {
     if (client_id !== idp.clientId || redirect_uri !== idp.redirectUri || response_type !== 'code') {
       return reply.code(400).send({ error: 'Bad Request', message: 'Unknown client_id or redirect_uri, or response_type is not code' })
     }
+    const now = Date.now()
+    for (const [code, grant] of codes) if (grant.expires < now) codes.delete(code)
+    for (const [key, grant] of grants) if (grant.expires < now) grants.delete(key)
     const links = DEMO_USERS.map((user) => {
       const code = token()
       codes.set(code, { user, scope, redirectUri: redirect_uri, expires: Date.now() + 60_000 })
