@@ -33,7 +33,7 @@ const ghosts: FastifyPluginAsyncTypebox = async (app) => {
       security: [{ bearerAuth: [] }],
       querystring: Type.Object({
         guildId: Type.String({ minLength: 1, maxLength: 64, description: 'Guild id', examples: ['700000000000000001'] }),
-        since: Type.Optional(Type.String({ maxLength: 40, description: 'Only events at or after this instant', examples: ['2025-12-01T00:00:00Z'] })),
+        since: Type.Optional(Type.String({ maxLength: 40, description: 'Only events at or after this instant, e.g. 2025-12-01T00:00:00Z' })),
         limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'At most this many ghosts, 1..1000' })
       }),
       response: { 200: GhostsResponse, ...errors(400, 401, 403, 429, 503) }

@@ -1,0 +1,76 @@
+import t from 'tap'
+import { existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import type { AddressInfo } from 'node:net'
+import { chromium, type Page } from 'playwright-core'
+import { buildApp } from '../../app.ts'
+import { openTestDatabase, projectRoot, testConfig } from '../helper.ts'
+
+const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const artifacts = join(projectRoot, 'test-artifacts')
+
+t.test('sign in through the development provider, then use /api/docs with the token', async (t) => {
+  if (!existsSync(executablePath)) {
+    t.fail(`Chromium is not installed at ${executablePath}. Install it with: apt-get update && apt-get install -y chromium (or run bash .ci/install-browser)`)
+    return
+  }
+  mkdirSync(artifacts, { recursive: true })
+  const handle = await openTestDatabase(t, 'pglite')
+  const app = await buildApp({ config: testConfig({ SEED_SAMPLE_DATA: true }), db: handle, logger: false })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => app.close())
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  app.config.PUBLIC_URL = base
+
+  const browser = await chromium.launch({
+    executablePath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
+  })
+  t.teardown(() => browser.close())
+  const page = await browser.newPage()
+  page.setDefaultTimeout(20_000)
+  const shot = (name: string) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true })
+
+  await page.goto(`${base}/api/auth/identity/login`)
+  await page.waitForSelector('text=Development identity provider')
+  await shot('1-dev-idp')
+  await page.click('a.user[data-user="ada"]')
+  await page.waitForFunction(() => (document.querySelector('#access-token') as HTMLTextAreaElement | null)?.value)
+  await shot('2-callback')
+  const accessToken = await page.inputValue('#access-token')
+  t.match(accessToken, /^ey[\w-]+\.[\w-]+\.[\w-]+$/, 'the callback page shows the access token')
+  t.equal(await page.inputValue('#authorization'), `Bearer ${accessToken}`)
+  t.match(await page.textContent('#user'), /"username": "ada"/)
+
+  await page.goto(`${base}/api/docs`)
+  await page.waitForSelector('.swagger-ui .btn.authorize')
+  await page.click('.swagger-ui .btn.authorize')
+  await page.fill('.modal-ux input[type=text]', `Bearer ${accessToken}`)
+  await page.click('.modal-ux .auth-btn-wrapper button.authorize')
+  await page.click('.modal-ux .btn-done')
+  await shot('3-authorized')
+
+  const tryOut = async (p: Page, path: string, params: Record<string, string> = {}) => {
+    const block = p.locator('.opblock', { has: p.locator(`.opblock-summary-path[data-path="${path}"]`) }).first()
+    await block.locator('.opblock-summary').click()
+    await block.locator('button.try-out__btn').click()
+    for (const [name, value] of Object.entries(params)) {
+      await block.locator(`tr[data-param-name="${name}"] input`).fill(value)
+    }
+    await block.locator('button.execute').click()
+    await block.locator('.live-responses-table tbody .response-col_status').first().waitFor()
+    const status = (await block.locator('.live-responses-table tbody .response-col_status').first().textContent())?.trim()
+    const body = await block.locator('.live-responses-table .response-col_description pre.microlight').first().textContent()
+    return { status, body: body ?? '' }
+  }
+
+  const me = await tryOut(page, '/api/auth/me')
+  await shot('4-me')
+  t.equal(me.status, '200', 'Try it out on /api/auth/me')
+  t.match(me.body, /"username": "ada"/)
+
+  const ghosts = await tryOut(page, '/api/ghosts', { guildId: '700000000000000001' })
+  await shot('5-ghosts')
+  t.equal(ghosts.status, '200', 'Try it out on /api/ghosts for the demo guild')
+  t.match(ghosts.body, /"ghostScore"/)
+})
