@@ -1,9 +1,9 @@
 import t from 'tap'
+import { runScript } from '../support/run.ts'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { spawn } from 'node:child_process'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, createPostgresDatabase, dbKinds, openTestDatabase, projectRoot } from '../helper.ts'
+import { buildTestApp, createPostgresDatabase, dbKinds, openTestDatabase } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'
 import { loadActivity } from '../../lib/activity/load.ts'
 import { parseActivityLine, type ActivityEvent } from '../../lib/activity/event.ts'
@@ -69,16 +69,7 @@ t.test('NDJSON validation', async (t) => {
   for (const [value, reason] of bad) t.match(parseActivityLine(typeof value === 'string' ? value : JSON.stringify(value)), reason, JSON.stringify(value).slice(0, 40))
 })
 
-function run(script: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => { stdout += d })
-    child.stderr.on('data', (d) => { stderr += d })
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
+const run = runScript
 
 t.test('import and seed CLIs', async (t) => {
   const url = await createPostgresDatabase(t)

@@ -1,23 +1,14 @@
 import t from 'tap'
-import { spawn } from 'node:child_process'
+import { runScript } from '../support/run.ts'
 import { Writable } from 'node:stream'
 import { loadConfig, ConfigError } from '../../lib/config.ts'
 import { buildApp } from '../../app.ts'
 import { loggerOptions } from '../../lib/logger.ts'
-import { createPostgresDatabase, openTestDatabase, projectRoot, testConfig, testSecrets } from '../helper.ts'
+import { createPostgresDatabase, openTestDatabase, testConfig, testSecrets } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'
 import { openDatabase, migrateToLatest } from '../../db/index.ts'
 
-function run(script: string, args: string[], env: Record<string, string | undefined>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => { stdout += d })
-    child.stderr.on('data', (d) => { stderr += d })
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
+const run = runScript
 
 const production = {
   NODE_ENV: 'production', IDP_CLIENT_ID: 'c', IDP_CLIENT_SECRET: 's', IDP_REDIRECT_URI: 'https://app.example/cb', IDP_AUTHORIZE_URL: 'https://idp.example/a',

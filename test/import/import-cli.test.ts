@@ -1,25 +1,12 @@
 import t, { type Test } from 'tap'
-import { spawn } from 'node:child_process'
+import { runScript, type Run } from '../support/run.ts'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { buildTestApp, createPostgresDatabase, projectRoot, vegasAbsent, vegasKmz } from '../helper.ts'
+import { buildTestApp, createPostgresDatabase, vegasAbsent, vegasKmz } from '../helper.ts'
 import { openDatabase } from '../../db/index.ts'
 import { makeZip } from '../support/zip.ts'
 
-interface Run { code: number | null; stdout: string; stderr: string }
-
-function runImport(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/import.ts', ...args], {
-      cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe']
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => { stdout += d })
-    child.stderr.on('data', (d) => { stderr += d })
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
+const runImport = (args: string[], env: Record<string, string>) => runScript('scripts/import.ts', args, env)
 
 const oneLine = (t: Test, run: Run, pattern: RegExp) => {
   t.equal(run.code, 1)
