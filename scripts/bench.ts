@@ -176,7 +176,7 @@ async function signIn(base: string): Promise<string> {
   if (!authorize) throw new Error(`login answered ${login.status}`)
   const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]
   const page = await (await fetch(new URL(authorize, base))).text()
-  const href = /href="([^"]*code=[^"]*)"/.exec(page)?.[1]?.replace(/&amp;/g, '&')
+  const href = /href="([^"]*code=[^"]*)"/.exec(page)?.[1]?.replace(/&#38;|&amp;/g, '&')
   if (!href) throw new Error('no sign-in link on the authorize page')
   const callback = new URL(href, base)
   const res = await fetch(`${base}/api/auth/identity?code=${encodeURIComponent(callback.searchParams.get('code') ?? '')}&state=${encodeURIComponent(callback.searchParams.get('state') ?? '')}`, { headers: { cookie } })
