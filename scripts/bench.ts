@@ -52,8 +52,8 @@ async function startProcess(args: string[], env: Record<string, string>, ready: 
   throw new Error(`process ${args.join(' ')} exited before it was ready`)
 }
 
-async function load(url: string, opts: { requests?: autocannon.Request[]; headers?: Record<string, string> } = {}) {
-  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, headers: opts.headers, requests: opts.requests })
+async function load(url: string, opts: { requests?: autocannon.Request[]; headers?: Record<string, string>; connections?: number } = {}) {
+  const r = await autocannon({ url, connections: opts.connections ?? CONNECTIONS, duration: DURATION, headers: opts.headers, requests: opts.requests })
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts }
 }
 
@@ -155,7 +155,9 @@ async function main() {
       const headers = { authorization: `Bearer ${token}` }
       record('auth/me', await load(`${base}/api/auth/me`, { headers }), constant.rps)
       const guildId = '700000000000000001'
-      record('ghosts (one guild)', await load(`${base}/api/ghosts?guildId=${guildId}&limit=100`, { headers }), null)
+      const ghosts = `${base}/api/ghosts?guildId=${guildId}&limit=100`
+      record('ghosts (one guild, 1 connection)', await load(ghosts, { headers, connections: 1 }), null)
+      record('ghosts (one guild, 32 connections)', await load(ghosts, { headers }), null)
     }
   } finally {
     for (const child of children) child.kill('SIGTERM')
