@@ -4,60 +4,103 @@ import type { Role } from '../lib/auth/types.ts'
 
 type Db = Kysely<Database>
 
+// Permission bits of the identity provider's guild list (a decimal bit-set string per guild).
 export const ADMINISTRATOR = 0x8n
 export const MANAGE_GUILD = 0x20n
 
-export interface Ghost { userId: string; username: string; typingCount: number; messageCount: number; ghostScore: number }
+export interface Ghost {
+  userId: string
+  username: string
+  typingCount: number
+  messageCount: number
+  ghostScore: number
+}
 
-/** Guild-scoped read permission: role ADMIN, or owner, ADMINISTRATOR or MANAGE_GUILD per the guild list stored at sign-in. */
-export async function canReadGuild(db: Db, who: { userId: string; role: Role }, guildId: string): Promise<boolean> {
-  if (who.role === 'ADMIN') return true
-  const row = await db.selectFrom('user_guilds').select(['owner', 'permissions'])
-    .where('user_id', '=', who.userId).where('guild_id', '=', guildId).executeTakeFirst()
-  if (!row) return false
-  if (row.owner) return true
-  let bits: bigint
-  try {
-    bits = BigInt(row.permissions)
-  } catch {
-    return false
-  }
-  return (bits & (ADMINISTRATOR | MANAGE_GUILD)) !== 0n
+export interface GhostQuery {
+  guildId: string
+  // Only events at or after this instant; null or absent: all events.
+  since?: Date | null
+  limit: number
 }
 
 /**
- * Users who type more than they post. Without `since` the per-user totals answer alone; with it,
- * whole days after since's UTC day come from the daily rollup and only that first partial day from
- * raw events, so the answer is exact while reading at most one day of raw rows.
+ * Whether the caller may read guild analytics: role ADMIN, or per the guild list stored at sign-in
+ * the guild's owner or a holder of ADMINISTRATOR or MANAGE_GUILD. No row for the guild: no.
  */
-export async function ghostsForGuild(db: Db, q: { guildId: string; since: Date | null; limit: number }): Promise<Ghost[]> {
-  // Ordered by the ratio (a correctly rounded division: equal ratios of counts give equal doubles),
-  // then typing count, then user id.
-  const { rows } = q.since === null
-    ? await sql<{ user_id: string; username: string | null; t: string | number; m: string | number }>`
-      SELECT user_id, username, typing_count AS t, message_count AS m FROM activity_totals
+export async function canReadGuild(db: Db, who: { userId: string; role: Role; guildId: string }): Promise<boolean> {
+  if (who.role === 'ADMIN') return true
+  // One primary-key lookup on user_guilds (user_id, guild_id).
+  const row = await db.selectFrom('user_guilds').select(['owner', 'permissions'])
+    .where('user_id', '=', who.userId).where('guild_id', '=', who.guildId).executeTakeFirst()
+  if (!row) return false
+  if (row.owner) return true
+  return (permissionBits(row.permissions) & (ADMINISTRATOR | MANAGE_GUILD)) !== 0n
+}
+
+// A malformed stored bit set grants nothing rather than failing the request.
+function permissionBits(permissions: string): bigint {
+  if (!/^\d+$/.test(permissions)) return 0n
+  return BigInt(permissions)
+}
+
+const DAY_MS = 86_400_000
+
+/**
+ * The guild's ghosts: users with typing events, ghostScore = typingCount / (messageCount + 1), ordered
+ * by score desc, typingCount desc, userId (byte order).
+ *
+ * Without `since` it reads the per-member totals through the ranking index (only `limit` entries).
+ * With `since`, whole UTC days after since's day come from the daily rollup and only the rest of
+ * since's own day from raw events (none when since is a midnight), so the answer is exact while
+ * reading at most one day of raw rows.
+ *
+ * The order uses the score as a double: a correctly rounded division of integers, so equal ratios
+ * are equal doubles and, for counts below 2^26, different ratios are different doubles.
+ */
+export async function ghostsForGuild(db: Db, q: GhostQuery): Promise<Ghost[]> {
+  type Row = { user_id: string; username: string; t: number | string; m: number | string }
+  let rows: Row[]
+  if (!q.since) {
+    rows = (await sql<Row>`
+      SELECT user_id, username, typing_count AS t, message_count AS m FROM activity_users
       WHERE guild_id = ${q.guildId} AND typing_count > 0
-      ORDER BY typing_count::float8 / (message_count + 1) DESC, typing_count DESC, user_id COLLATE "C"
-      LIMIT ${q.limit}`.execute(db)
-    : await sql<{ user_id: string; username: string | null; t: string | number; m: string | number }>`
-      WITH c AS (
+      ORDER BY typing_count::float8 / (message_count + 1) DESC, typing_count DESC, user_id
+      LIMIT ${q.limit}`.execute(db)).rows
+  } else {
+    const since = q.since.getTime()
+    const dayStart = since - (((since % DAY_MS) + DAY_MS) % DAY_MS)
+    const partial = since !== dayStart
+    // The first day read whole from the rollup: since's own day when since is its midnight.
+    const firstWholeDay = new Date(partial ? dayStart + DAY_MS : dayStart).toISOString().slice(0, 10)
+    // int4 like the rollup's counts, so that the sums stay int8 rather than numeric.
+    const rawPart = partial
+      ? sql`
+        UNION ALL
+        SELECT user_id, (count(*) FILTER (WHERE type = 'typing'))::int4, (count(*) FILTER (WHERE type = 'message'))::int4
+        FROM activity_events
+        WHERE guild_id = ${q.guildId} AND created_at >= ${new Date(since).toISOString()}::timestamptz
+          AND created_at < ${new Date(dayStart + DAY_MS).toISOString()}::timestamptz
+        GROUP BY user_id`
+      : sql``
+    // Ranked and cut to `limit` first, so usernames are looked up for the answer's rows only.
+    rows = (await sql<Row>`
+      WITH top AS (
         SELECT user_id, sum(t) AS t, sum(m) AS m FROM (
           SELECT user_id, typing_count AS t, message_count AS m FROM activity_daily
-          WHERE guild_id = ${q.guildId} AND day > (${q.since}::timestamptz AT TIME ZONE 'UTC')::date
-          UNION ALL
-          SELECT user_id, count(*) FILTER (WHERE type = 'typing'), count(*) FILTER (WHERE type = 'message') FROM activity_events
-          WHERE guild_id = ${q.guildId} AND created_at >= ${q.since}
-            AND created_at < ((${q.since}::timestamptz AT TIME ZONE 'UTC')::date + 1)::timestamp AT TIME ZONE 'UTC'
-          GROUP BY user_id
-        ) parts GROUP BY user_id HAVING sum(t) > 0
+          WHERE guild_id = ${q.guildId} AND day >= ${firstWholeDay}::date
+          ${rawPart}
+        ) parts
+        GROUP BY user_id HAVING sum(t) > 0
+        ORDER BY sum(t)::float8 / (sum(m) + 1) DESC, sum(t) DESC, user_id
+        LIMIT ${q.limit}
       )
-      SELECT c.user_id, u.username, c.t, c.m FROM c
-      LEFT JOIN activity_totals u ON u.guild_id = ${q.guildId} AND u.user_id = c.user_id
-      ORDER BY c.t::float8 / (c.m + 1) DESC, c.t DESC, c.user_id COLLATE "C"
-      LIMIT ${q.limit}`.execute(db)
+      SELECT top.user_id, u.username, top.t, top.m FROM top
+      JOIN activity_users u ON u.guild_id = ${q.guildId} AND u.user_id = top.user_id
+      ORDER BY top.t::float8 / (top.m + 1) DESC, top.t DESC, top.user_id`.execute(db)).rows
+  }
   return rows.map((r) => {
-    const t = Number(r.t)
-    const m = Number(r.m)
-    return { userId: r.user_id, username: r.username ?? r.user_id, typingCount: t, messageCount: m, ghostScore: t / (m + 1) }
+    const typingCount = Number(r.t)
+    const messageCount = Number(r.m)
+    return { userId: r.user_id, username: r.username, typingCount, messageCount, ghostScore: typingCount / (messageCount + 1) }
   })
 }

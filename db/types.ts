@@ -83,6 +83,36 @@ export interface RefreshTokenTable {
   rotated_at: Date | null
 }
 
+export type ActivityType = 'typing' | 'message'
+
+export interface ActivityEventTable {
+  guild_id: string
+  channel_id: string
+  user_id: string
+  username: string
+  type: ActivityType
+  created_at: ColumnType<Date, Date | string, Date | string>
+}
+
+// Rollup per guild, UTC day and user, maintained by every activity load.
+export interface ActivityDailyTable {
+  guild_id: string
+  day: string
+  user_id: string
+  typing_count: number
+  message_count: number
+}
+
+// Per guild member: all-time counts and the username of their latest event.
+export interface ActivityUserTable {
+  guild_id: string
+  user_id: string
+  username: string
+  last_seen_at: ColumnType<Date, Date | string, Date | string>
+  typing_count: number
+  message_count: number
+}
+
 export interface Database {
   users: UserTable
   user_guilds: UserGuildTable
@@ -92,6 +122,9 @@ export interface Database {
   styles: StyleTable
   folders: FolderTable
   dataset: DatasetTable
+  activity_events: ActivityEventTable
+  activity_daily: ActivityDailyTable
+  activity_users: ActivityUserTable
 }
 
 export type { Generated }

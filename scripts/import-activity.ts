@@ -1,12 +1,13 @@
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
-import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
 import { CliError, openMigratedDatabase, runCli } from './cli.ts'
-import { parseActivityLine, type ActivityEvent } from '../lib/activity/event.ts'
+import type { ActivityEvent } from '../lib/activity/event.ts'
+import { readActivityLines } from '../lib/activity/ndjson.ts'
 import { loadActivity, LoadAborted } from '../lib/activity/load.ts'
 
 const usage = 'usage: npm run import:activity -- <file.ndjson> [--skip-invalid]'
+// Invalid lines listed one by one; the rest are counted.
 const SHOWN = 20
 
 await runCli(async () => {
@@ -28,44 +29,47 @@ await runCli(async () => {
   let lines = 0
   const started = performance.now()
   let lastReport = started
-  // One pass: valid events stream into the load; the first invalid line (without --skip-invalid)
-  // dooms the load, but reading goes on so that every invalid line is reported.
+  const progress = () => {
+    const seconds = (performance.now() - started) / 1000
+    process.stderr.write(`  ${lines} lines read, ${invalidCount} invalid (${Math.round(lines / seconds)} lines/s)\n`)
+  }
+  // One pass: valid events stream into the load. Without --skip-invalid the first invalid line dooms
+  // the load (rolled back at the end), but reading goes on so that every invalid line is reported.
   async function* events(): AsyncGenerator<ActivityEvent> {
     let doomed = false
-    for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
-      lines++
-      if (!line.trim()) continue
-      const result = parseActivityLine(line)
-      if (typeof result === 'string') {
+    for await (const line of readActivityLines(createReadStream(file))) {
+      lines = line.lineNumber
+      if (line.error !== undefined) {
         invalidCount++
-        if (invalid.length < SHOWN) invalid.push(`line ${lines}: ${result}`)
+        if (invalid.length < SHOWN) invalid.push(`line ${line.lineNumber}: ${line.error}`)
         if (!skipInvalid) doomed = true
-        continue
+      } else if (!doomed) {
+        yield line.event
       }
-      if (!doomed) yield result
-      const now = performance.now()
-      if (now - lastReport > 1000) {
-        lastReport = now
-        process.stderr.write(`  ${lines} lines read (${Math.round(lines / ((now - started) / 1000))}/s)\n`)
+      if ((lines & 4095) === 0 && performance.now() - lastReport >= 1000) {
+        lastReport = performance.now()
+        progress()
       }
     }
     if (doomed) throw new LoadAborted('invalid lines')
+  }
+  const reportInvalid = (verb: string) => {
+    for (const line of invalid) console.error(`${verb} ${line}`)
+    if (invalidCount > invalid.length) console.error(`… and ${invalidCount - invalid.length} more invalid lines`)
   }
 
   const handle = await openMigratedDatabase()
   try {
     const summary = await loadActivity(handle, events())
-    for (const line of invalid) console.error(`skipped ${line}`)
-    if (invalidCount > invalid.length) console.error(`skipped ${invalidCount - invalid.length} more invalid lines`)
+    if (invalidCount) reportInvalid('skipped')
     console.log([
-      `loaded ${summary.events} events from ${file} in ${summary.seconds.toFixed(2)} s (${Math.round(summary.events / summary.seconds)} events/s)`,
-      `lines: ${lines}, invalid: ${invalidCount}${invalidCount ? ' (skipped)' : ''}`,
+      `loaded ${summary.events} events from ${file} in ${summary.seconds.toFixed(2)} s (${summary.eventsPerSecond} rows/s)`,
+      `lines: ${lines}, loaded: ${summary.events}, invalid: ${invalidCount}${invalidCount ? ' (skipped)' : ''}`,
       `typing: ${summary.typing}, messages: ${summary.messages}; guilds: ${summary.guilds}, users: ${summary.users}, days: ${summary.days}`
     ].join('\n'))
   } catch (err) {
     if (err instanceof LoadAborted) {
-      for (const line of invalid) console.error(`invalid ${line}`)
-      if (invalidCount > invalid.length) console.error(`… and ${invalidCount - invalid.length} more invalid lines`)
+      reportInvalid('invalid')
       throw new CliError(`${file}: ${invalidCount} invalid line${invalidCount === 1 ? '' : 's'}; nothing was loaded (use --skip-invalid to load the valid lines)`)
     }
     throw err

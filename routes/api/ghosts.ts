@@ -1,24 +1,35 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errors, Nullable } from '../../schemas/common.ts'
 import { HttpError } from '../../lib/errors.ts'
+import { parseInstant } from '../../lib/activity/instant.ts'
 import { canReadGuild, ghostsForGuild } from '../../db/activity.ts'
 
 const Ghost = Type.Object({
-  userId: Type.String({ examples: ['800000000000004242'] }),
-  username: Type.String({ examples: ['quill42'] }),
-  typingCount: Type.Integer({ examples: [40] }),
-  messageCount: Type.Integer({ examples: [1] }),
-  ghostScore: Type.Number({ description: 'typingCount / (messageCount + 1)', examples: [20] })
-}, { title: 'Ghost' })
+  userId: Type.String({ description: 'User id at the identity provider', examples: ['800000000000004242'] }),
+  username: Type.String({ description: 'Username of the user\'s latest event in the guild', examples: ['quill42'] }),
+  typingCount: Type.Integer({ minimum: 1, examples: [40] }),
+  messageCount: Type.Integer({ minimum: 0, examples: [1] }),
+  ghostScore: Type.Number({ description: 'typingCount / (messageCount + 1), unrounded', examples: [20] })
+}, { title: 'Ghost', additionalProperties: false })
 
 const GhostsResponse = Type.Object({
-  guildId: Type.String(),
-  since: Nullable(Type.String({ format: 'date-time' })),
+  guildId: Type.String({ examples: ['700000000000000001'] }),
+  since: Nullable(Type.String({ format: 'date-time', description: 'The `since` applied, as an ISO 8601 UTC instant; null without `since`' })),
   ghosts: Type.Array(Ghost),
-  count: Type.Integer({ description: 'Number of entries in ghosts' })
+  count: Type.Integer({ minimum: 0, description: 'Number of entries in `ghosts`' })
+}, {
+  title: 'Ghosts',
+  additionalProperties: false,
+  examples: [{
+    guildId: '700000000000000001',
+    since: '2025-12-01T00:00:00.000Z',
+    ghosts: [
+      { userId: '800000000000004242', username: 'quill42', typingCount: 40, messageCount: 1, ghostScore: 20 },
+      { userId: '100000000000000003', username: 'linus', typingCount: 12, messageCount: 5, ghostScore: 2 }
+    ],
+    count: 2
+  }]
 })
-
-const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/
 
 const ghosts: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/ghosts', {
@@ -26,27 +37,40 @@ const ghosts: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags: ['Analytics'],
       summary: 'Ghosts of a guild: members who type but do not post',
-      description: 'Over the guild\'s typing and message events (since `since` when given), each user who typed gets ' +
-        '`ghostScore = typingCount / (messageCount + 1)`; sorted by score, then typingCount (both descending), then userId. ' +
-        'Needs a bearer token of a user who owns the guild or holds ADMINISTRATOR (0x8) or MANAGE_GUILD (0x20) in it per the guild list stored at sign-in, or of a user with role ADMIN; otherwise 403. ' +
-        '`since` is an ISO 8601 date-time (a date alone means midnight UTC; a time without a zone is UTC).',
+      description: [
+        'Over the guild\'s typing and message events (only those at or after `since` when given), every user with at least one',
+        'typing event gets `ghostScore = typingCount / (messageCount + 1)`. Sorted by ghostScore, then typingCount (both',
+        'descending), then userId; at most `limit` entries. `username` is the one of the user\'s latest event in the guild.',
+        '',
+        '**Permission:** a caller with role `ADMIN`, or who owns the guild or holds ADMINISTRATOR (0x8) or MANAGE_GUILD',
+        '(0x20) in it according to the guild list stored at their sign-in. Anyone else, including a caller without that',
+        'guild in their list, gets 403 `Insufficient permissions`.',
+        '',
+        '`since` is an ISO 8601 date-time such as `2025-12-01T18:30:00Z` or `2025-12-01T18:30:00+02:00`; a time without',
+        'a zone is UTC, and a date alone (`2025-12-01`) means its midnight UTC.'
+      ].join('\n'),
       security: [{ bearerAuth: [] }],
       querystring: Type.Object({
-        guildId: Type.String({ minLength: 1, maxLength: 64, description: 'Guild id', examples: ['700000000000000001'] }),
-        since: Type.Optional(Type.String({ maxLength: 40, description: 'Only events at or after this instant, e.g. 2025-12-01T00:00:00Z' })),
-        limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'At most this many ghosts, 1..1000' })
+        guildId: Type.String({ minLength: 1, maxLength: 64, description: 'Guild id at the identity provider', examples: ['700000000000000001'] }),
+        since: Type.Optional(Type.String({ maxLength: 64, description: 'Only events at or after this instant (ISO 8601)', examples: ['2025-12-01T00:00:00Z'] })),
+        // Optional in the document; the validator fills in the default.
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'At most this many ghosts (1..1000)' }))
       }),
       response: { 200: GhostsResponse, ...errors(400, 401, 403, 429, 503) }
     }
   }, async (request) => {
-    const { guildId, since, limit } = request.query
+    const { guildId, since, limit = 100 } = request.query
     let sinceDate: Date | null = null
     if (since !== undefined) {
-      const zoned = /T/.test(since) && !/(Z|[+-]\d{2}:?\d{2})$/.test(since) ? `${since}Z` : since
-      sinceDate = ISO.test(since) ? new Date(zoned) : null
-      if (!sinceDate || Number.isNaN(sinceDate.getTime())) throw new HttpError(400, 'querystring/since must be an ISO 8601 date-time')
+      const ms = parseInstant(since, { requireZone: false, allowDateOnly: true })
+      if (ms === null) throw new HttpError(400, 'querystring/since must be an ISO 8601 date-time')
+      sinceDate = new Date(ms)
     }
-    if (!(await canReadGuild(app.db, request.auth!, guildId))) throw new HttpError(403, 'Insufficient permissions')
+    const auth = request.auth
+    if (!auth) throw new HttpError(401, 'Missing authorization header')
+    if (!(await canReadGuild(app.db, { userId: auth.userId, role: auth.role, guildId }))) {
+      throw new HttpError(403, 'Insufficient permissions')
+    }
     const list = await ghostsForGuild(app.db, { guildId, since: sinceDate, limit })
     return { guildId, since: sinceDate?.toISOString() ?? null, ghosts: list, count: list.length }
   })

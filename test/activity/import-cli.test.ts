@@ -1,0 +1,103 @@
+import t from 'tap'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import pg from 'pg'
+import { createPostgresDatabase } from '../helper.ts'
+import { runScript } from '../support/run.ts'
+
+const line = (o: object) => JSON.stringify({ type: 'typing', guildId: 'g1', channelId: 'c1', userId: 'u1', username: 'n', createdAt: '2025-01-01T00:00:00Z', ...o })
+
+// Row counts and a digest of every activity table, to tell "unchanged" exactly.
+async function snapshot(client: pg.Client): Promise<string> {
+  const { rows } = await client.query<{ s: string }>(`SELECT concat_ws(' ',
+    (SELECT count(*) FROM activity_events),
+    (SELECT md5(coalesce(string_agg(concat_ws('|', guild_id, channel_id, user_id, username, type, created_at), ',' ORDER BY created_at, user_id, type), '')) FROM activity_events),
+    (SELECT md5(coalesce(string_agg(concat_ws('|', guild_id, day, user_id, typing_count, message_count), ',' ORDER BY guild_id, day, user_id), '')) FROM activity_daily),
+    (SELECT md5(coalesce(string_agg(concat_ws('|', guild_id, user_id, username, typing_count, message_count), ',' ORDER BY guild_id, user_id), '')) FROM activity_users)) AS s`)
+  return rows[0].s
+}
+
+t.test('import:activity', async (t) => {
+  const url = await createPostgresDatabase(t)
+  const dir = t.testdir({})
+  const file = (name: string, lines: string[], eol = '\n') => {
+    writeFileSync(join(dir, name), lines.join(eol) + eol)
+    return join(dir, name)
+  }
+  const good = file('good.ndjson', [line({}), '', line({ type: 'message', createdAt: '2025-01-02T05:00:00+02:00' }), line({ userId: 'u2', username: 'm' })], '\r\n')
+  const bad = file('bad.ndjson', [line({ userId: 'u3' }), line({ type: 'voice' }), line({ userId: 'u4' }), '{oops', line({ userId: 'u5' })])
+  const many = file('many.ndjson', Array.from({ length: 30 }, (_, i) => (i % 2 ? line({ userId: `m${i}` }) : line({ createdAt: `2025-01-0${(i % 9) + 1}` }))))
+  const run = (args: string[]) => runScript('scripts/import-activity.ts', args, { DATABASE_URL: url })
+
+  const refusedEmpty = await run([bad])
+  t.equal(refusedEmpty.code, 1, 'a file with invalid lines is refused')
+  t.match(refusedEmpty.stderr, /invalid line 2: type must be "typing" or "message"/)
+  t.match(refusedEmpty.stderr, /invalid line 4: not valid JSON/)
+  t.match(refusedEmpty.stderr, /error: .*bad\.ndjson: 2 invalid lines; nothing was loaded \(use --skip-invalid/)
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  t.teardown(() => client.end())
+  t.match(await snapshot(client), /^0 /, 'nothing loaded into the empty database')
+
+  const loaded = await run([good])
+  t.equal(loaded.code, 0, 'exit 0', { stderr: loaded.stderr })
+  t.match(loaded.stdout, /^loaded 3 events from .*good\.ndjson in [\d.]+ s \(\d+ rows\/s\)$/m)
+  t.match(loaded.stdout, /lines: 4, loaded: 3, invalid: 0$/m)
+  t.match(loaded.stdout, /typing: 2, messages: 1; guilds: 1, users: 2, days: 2/)
+  const before = await snapshot(client)
+  t.match(before, /^3 /)
+
+  const refused = await run([bad])
+  t.equal(refused.code, 1)
+  t.equal(await snapshot(client), before, 'a refused file leaves the loaded data exactly as it was')
+
+  const capped = await run([many])
+  t.equal(capped.code, 1)
+  t.equal(capped.stderr.split('\n').filter((l) => l.startsWith('invalid line')).length, 15)
+  t.equal(await snapshot(client), before)
+
+  const skipping = await run([bad, '--skip-invalid'])
+  t.equal(skipping.code, 0, 'exit 0', { stderr: skipping.stderr })
+  t.match(skipping.stderr, /skipped line 2: type must be/)
+  t.match(skipping.stderr, /skipped line 4: not valid JSON/)
+  t.match(skipping.stdout, /lines: 5, loaded: 3, invalid: 2 \(skipped\)/)
+  t.match(await snapshot(client), /^6 /, 'the valid lines are added')
+
+  const missing = await run([join(dir, 'nope.ndjson')])
+  t.same([missing.code, missing.stderr.trim()], [1, `error: file not found: ${join(dir, 'nope.ndjson')}`], 'a missing file: one line')
+  const usage = await run([])
+  t.equal(usage.code, 2)
+  t.match(usage.stderr, /usage: npm run import:activity -- <file\.ndjson> \[--skip-invalid\]/)
+})
+
+t.test('seed:activity is deterministic and seeds the demo guild', async (t) => {
+  const url = await createPostgresDatabase(t)
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  t.teardown(() => client.end())
+  const seed = (args: string[]) => runScript('scripts/seed-activity.ts', args, { DATABASE_URL: url })
+  const args = ['--guilds', '4', '--users', '30', '--events', '3000', '--seed', '5']
+
+  const first = await seed(args)
+  t.equal(first.code, 0, 'exit 0', { stderr: first.stderr })
+  t.match(first.stdout, /^seeded 3000 events in [\d.]+ s \(\d+ rows\/s\)/)
+  const once = await snapshot(client)
+  t.match(once, /^3000 /)
+  const again = await seed([...args, '--replace'])
+  t.equal(again.code, 0, 'exit 0', { stderr: again.stderr })
+  t.match(again.stdout, /replacing all activity/)
+  t.equal(await snapshot(client), once, 'same arguments, same data')
+
+  const added = await seed(args)
+  t.equal(added.code, 0, 'exit 0', { stderr: added.stderr })
+  t.match(await snapshot(client), /^6000 /, 'without --replace a seed adds')
+  const other = await seed(['--guilds', '4', '--users', '30', '--events', '3000', '--seed', '6', '--replace'])
+  t.equal(other.code, 0, 'exit 0', { stderr: other.stderr })
+  t.not(await snapshot(client), once, 'another seed, other data')
+
+  const { rows } = await client.query<{ username: string }>("SELECT username FROM activity_users WHERE guild_id = '700000000000000001' AND user_id LIKE '10000000000000000_' ORDER BY user_id")
+  t.same(rows.map((r) => r.username), ['ada', 'grace', 'linus'], 'the demo users act in the demo guild')
+  const bad = await seed(['--events', 'many'])
+  t.equal(bad.code, 2)
+  t.match(bad.stderr, /--events must be an integer/)
+})

@@ -1,0 +1,42 @@
+import t from 'tap'
+import { Migrator, sql } from 'kysely'
+import { openDatabase } from '../../db/index.ts'
+import { migrations } from '../../db/migrations/index.ts'
+import { ghostsForGuild } from '../../db/activity.ts'
+import { createPostgresDatabase, dbKinds } from '../helper.ts'
+
+// A database filled under the first activity schema keeps its rows through 004 and answers ghosts.
+for (const kind of dbKinds) {
+  t.test(`004 reshapes filled activity tables on ${kind}`, async (t) => {
+    const handle = kind === 'postgres'
+      ? await openDatabase({ url: await createPostgresDatabase(t), poolMax: 2 })
+      : await openDatabase({ pgliteDir: 'memory://' })
+    t.teardown(() => handle.close())
+    const migrator = new Migrator({ db: handle.db, provider: { getMigrations: async () => migrations } })
+    const step = async (target: string) => {
+      const { error } = await migrator.migrateTo(target)
+      if (error) throw error
+    }
+    await step('003_activity')
+    await sql`INSERT INTO activity_events (guild_id, channel_id, user_id, username, type, created_at) VALUES
+      ('g', 'c', 'b', 'bee', 'typing', '2025-03-01T10:00:00Z'), ('g', 'c', 'a', 'ay', 'typing', '2025-03-01T11:00:00Z')`.execute(handle.db)
+    await sql`INSERT INTO activity_daily (guild_id, user_id, day, typing_count, message_count) VALUES
+      ('g', 'b', '2025-03-01', 1, 0), ('g', 'a', '2025-03-01', 1, 0)`.execute(handle.db)
+    await sql`INSERT INTO activity_totals (guild_id, user_id, typing_count, message_count, username, last_seen_at) VALUES
+      ('g', 'b', 1, 0, 'bee', '2025-03-01T10:00:00Z'), ('g', 'a', 1, 0, 'ay', '2025-03-01T11:00:00Z')`.execute(handle.db)
+
+    await step('004_activity_rank')
+    const expected = [
+      { userId: 'a', username: 'ay', typingCount: 1, messageCount: 0, ghostScore: 1 },
+      { userId: 'b', username: 'bee', typingCount: 1, messageCount: 0, ghostScore: 1 }
+    ]
+    t.same(await ghostsForGuild(handle.db, { guildId: 'g', limit: 10 }), expected, 'totals kept, ties by user id')
+    t.same(await ghostsForGuild(handle.db, { guildId: 'g', since: new Date('2025-03-01T10:30:00Z'), limit: 10 }), [expected[0]], 'raw events kept')
+    t.same(await ghostsForGuild(handle.db, { guildId: 'g', since: new Date('2025-03-01T00:00:00Z'), limit: 10 }), expected, 'daily rollup kept')
+
+    await step('003_activity')
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM activity_totals`.execute(handle.db)
+    t.equal(rows[0].n, 2, 'down migration keeps the rows too')
+    await step('004_activity_rank')
+  })
+}

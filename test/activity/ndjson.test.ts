@@ -1,0 +1,80 @@
+import t from 'tap'
+import { Readable } from 'node:stream'
+import { parseActivityLine, readActivityLines } from '../../lib/activity/ndjson.ts'
+import { isoFormatter, parseInstant } from '../../lib/activity/instant.ts'
+
+const ok = { type: 'typing', guildId: '1', channelId: '2', userId: '3', username: 'x', createdAt: '2025-01-01T00:00:00Z' }
+const line = (o: object) => JSON.stringify(o)
+
+t.test('a valid line gives the event with createdAt in UTC', async (t) => {
+  t.same(parseActivityLine(line(ok)), { ...ok, createdAt: '2025-01-01T00:00:00.000Z' })
+  t.same(parseActivityLine(line({ ...ok, type: 'message', createdAt: '2025-01-01T01:30:00.5+01:30' })), { ...ok, type: 'message', createdAt: '2025-01-01T00:00:00.500Z' })
+  t.match(parseActivityLine(line({ ...ok, createdAt: '2024-02-29t23:59:59.999999z' })), { createdAt: '2024-02-29T23:59:59.999Z' }, 'leap day, lower-case t/z, extra digits')
+  t.match(parseActivityLine(line({ ...ok, guildId: 'guild with spaces', username: 'tab\tand "quotes" ✓' })), { guildId: 'guild with spaces', username: 'tab\tand "quotes" ✓' })
+  t.match(parseActivityLine(line({ ...ok, messageId: '77' })), { userId: '3' }, 'other fields are ignored')
+  t.notOk('messageId' in (parseActivityLine(line({ ...ok, messageId: '77' })) as object))
+  t.match(parseActivityLine(line({ ...ok, channelId: 'c'.repeat(64), username: 'u'.repeat(100) })), { type: 'typing' }, 'longest values')
+})
+
+t.test('each invalid line gives its reason', async (t) => {
+  const bad: [string, RegExp][] = [
+    ['{not json', /^not valid JSON$/],
+    ['', /^not valid JSON$/],
+    ['[1,2]', /^not a JSON object$/],
+    ['null', /^not a JSON object$/],
+    ['"typing"', /^not a JSON object$/],
+    [line({ ...ok, type: 'voice' }), /^type must be "typing" or "message"$/],
+    [line({ ...ok, type: undefined }), /^type must be/],
+    [line({ ...ok, guildId: undefined }), /^guildId must be a string$/],
+    [line({ ...ok, guildId: '' }), /^guildId must not be empty$/],
+    [line({ ...ok, channelId: '   ' }), /^channelId must not be empty$/],
+    [line({ ...ok, userId: 5 }), /^userId must be a string$/],
+    [line({ ...ok, userId: 'u'.repeat(65) }), /^userId must be at most 64 characters$/],
+    [line({ ...ok, userId: 'a\u0000b' }), /^userId must not contain NUL/],
+    [line({ ...ok, username: '' }), /^username must not be empty$/],
+    [line({ ...ok, username: 'n'.repeat(101) }), /^username must be at most 100 characters$/],
+    [line({ ...ok, username: null }), /^username must be a string$/],
+    [line({ ...ok, createdAt: undefined }), /^createdAt must be an ISO 8601 date-time with a time zone/],
+    [line({ ...ok, createdAt: 1735689600000 }), /^createdAt must be/],
+    [line({ ...ok, createdAt: '2025-01-01' }), /^createdAt must be/],
+    [line({ ...ok, createdAt: '2025-01-01T00:00:00' }), /^createdAt must be/],
+    [line({ ...ok, createdAt: '2025-02-30T00:00:00Z' }), /^createdAt must be/],
+    [line({ ...ok, createdAt: '2025-01-01T24:00:00Z' }), /^createdAt must be/],
+    [line({ ...ok, createdAt: '2025-01-01T10:00:00+25:00' }), /^createdAt must be/],
+    [line({ ...ok, createdAt: 'yesterday' }), /^createdAt must be/],
+    [line({ ...ok, createdAt: '0000-01-01T00:00:00Z' }), /^createdAt must be/]
+  ]
+  for (const [text, reason] of bad) t.match(parseActivityLine(text), reason, text.slice(0, 60))
+})
+
+t.test('lines are numbered from 1, blank lines skipped but counted, CRLF and a BOM handled', async (t) => {
+  const text = '\uFEFF' + [line(ok), '', '   ', line({ ...ok, type: 'voice' }), '{oops', line({ ...ok, userId: '9' })].join('\r\n') + '\r\n'
+  const results = []
+  for await (const r of readActivityLines(Readable.from([text]))) results.push(r.error !== undefined ? [r.lineNumber, r.error] : [r.lineNumber, r.event.userId])
+  t.same(results, [[1, '3'], [4, 'type must be "typing" or "message"'], [5, 'not valid JSON'], [6, '9']])
+})
+
+t.test('strict ISO 8601 instants', async (t) => {
+  const zoned = { requireZone: true, allowDateOnly: false }
+  const loose = { requireZone: false, allowDateOnly: true }
+  t.equal(parseInstant('2025-06-01T12:00:00Z', zoned), Date.UTC(2025, 5, 1, 12))
+  t.equal(parseInstant('2025-06-01T12:00:00-0230', zoned), Date.UTC(2025, 5, 1, 14, 30))
+  t.equal(parseInstant('2025-06-01T12:00+02', zoned), Date.UTC(2025, 5, 1, 10))
+  t.equal(parseInstant('2025-06-01 12:00:00,25Z', zoned), Date.UTC(2025, 5, 1, 12, 0, 0, 250))
+  t.equal(parseInstant('2025-06-01T12:00:00', zoned), null, 'zone required')
+  t.equal(parseInstant('2025-06-01T12:00:00', loose), Date.UTC(2025, 5, 1, 12), 'no zone: UTC')
+  t.equal(parseInstant('2025-06-01', loose), Date.UTC(2025, 5, 1), 'a date: its midnight UTC')
+  t.equal(parseInstant('2025-06-01', zoned), null)
+  t.equal(parseInstant('0099-01-01T00:00:00Z', zoned), new Date('0099-01-01T00:00:00Z').getTime(), 'two-digit years stay literal')
+  for (const bad of ['2025-6-1', '2025-06-31', '2023-02-29', '2025-00-10', '2025-06-01T12:60', '2025-06-01T12:00:61Z', '2025-06-01T12', '9999-12-31T23:00:00-05:00', ' 2025-06-01', '2025-06-01T12:00:00Z ']) {
+    t.equal(parseInstant(bad, loose), null, bad)
+  }
+})
+
+t.test('the fast ISO formatter equals toISOString', async (t) => {
+  const iso = isoFormatter()
+  const samples = [0, 1, 86_399_999, 86_400_000, 1_735_689_599_999, 1_735_689_600_000, 253_402_300_799_999]
+  for (let i = 0; i < 2000; i++) samples.push(1_700_000_000_000 + i * 7_919_357)
+  for (const ms of samples) if (iso(ms) !== new Date(ms).toISOString()) t.fail(`${ms}: ${iso(ms)}`)
+  t.pass(`${samples.length} instants`)
+})
