@@ -86,6 +86,8 @@ export async function liveSessions(db: Db, userId: string) {
     .orderBy('created_at', 'desc').execute()
 }
 
+export type UserWithGuilds = NonNullable<Awaited<ReturnType<typeof userWithGuilds>>>
+
 export async function userWithGuilds(db: Db, userId: string) {
   const user = await db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst()
   if (!user) return undefined
@@ -94,9 +96,10 @@ export async function userWithGuilds(db: Db, userId: string) {
   return { user, guilds }
 }
 
-export async function setRole(db: Db, providerId: string, role: Role): Promise<boolean> {
-  const res = await db.updateTable('users').set({ role, updated_at: sql`now()` }).where('provider_id', '=', providerId).executeTakeFirst()
-  return Number(res.numUpdatedRows) > 0
+// Returns the user's id, or undefined when no user has that provider id.
+export async function setRole(db: Db, providerId: string, role: Role): Promise<string | undefined> {
+  const row = await db.updateTable('users').set({ role, updated_at: sql`now()` }).where('provider_id', '=', providerId).returning('id').executeTakeFirst()
+  return row?.id
 }
 
 export const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)

@@ -36,7 +36,8 @@ export const ConfigSchema = Type.Object({
   JWT_REFRESH_EXPIRES_IN: Type.String({ minLength: 1, default: '7d' }),
   SIGNIN_MAX_FAILURES: Type.Integer({ minimum: 1, default: 5 }),
   SIGNIN_BLOCK_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
-  REVOCATION_POLL_MS: Type.Integer({ minimum: 50, default: 1000 })
+  REVOCATION_POLL_MS: Type.Integer({ minimum: 50, default: 1000 }),
+  PROFILE_CACHE_SIZE: Type.Integer({ minimum: 0, default: 10_000 })
 })
 
 export type RawConfig = Static<typeof ConfigSchema>

@@ -30,6 +30,13 @@ export class LruCache<V> {
     }
   }
 
+  delete(key: string): void {
+    const entry = this.#map.get(key)
+    if (!entry) return
+    this.#bytes -= entry.size
+    this.#map.delete(key)
+  }
+
   clear(): void {
     this.#map.clear()
     this.#bytes = 0

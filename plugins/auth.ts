@@ -7,6 +7,8 @@ import { HttpError } from '../lib/errors.ts'
 import { TokenService, randomSecret } from '../lib/auth/tokens.ts'
 import { MemorySigninGuard, RedisSigninGuard, type SigninGuard } from '../lib/auth/signin-guard.ts'
 import { RevocationList } from '../lib/auth/revocations.ts'
+import { ProfileCache } from '../lib/auth/profile-cache.ts'
+import { userWithGuilds, type UserWithGuilds } from '../db/auth.ts'
 import type { IdpSettings } from '../lib/auth/idp-client.ts'
 import type { AuthContext } from '../lib/auth/types.ts'
 
@@ -14,6 +16,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     tokens: TokenService
     revocations: RevocationList
+    // Users with their guild lists, served from memory and dropped when anything writes the user.
+    profiles: ProfileCache<UserWithGuilds>
     signinGuard: SigninGuard
     // Resolved per call: the development provider's URLs need the port the server actually listens on.
     idpSettings(): IdpSettings & { authorizeUrl: string }
@@ -49,7 +53,12 @@ export default fp(async function auth(app: FastifyInstance) {
   const revocations = new RevocationList(app.db, tokens.accessTtlMs, config.REVOCATION_POLL_MS, app.redis,
     (err) => app.log.debug({ err }, 'revocation sync failed'))
   await revocations.start()
-  app.addHook('onClose', async () => { await revocations.stop() })
+  const profiles = new ProfileCache<UserWithGuilds>({
+    db: app.db, load: (id) => userWithGuilds(app.db, id), maxEntries: config.PROFILE_CACHE_SIZE, ttlMs: 60_000,
+    pollMs: config.REVOCATION_POLL_MS, redis: app.redis, onError: (err) => app.log.debug({ err }, 'profile change poll failed')
+  })
+  await profiles.start()
+  app.addHook('onClose', async () => { await Promise.all([revocations.stop(), profiles.stop()]) })
 
   const devIdpClientSecret = config.devIdp ? randomSecret() : null
   if (config.devIdp) {
@@ -75,6 +84,7 @@ export default fp(async function auth(app: FastifyInstance) {
 
   app.decorate('tokens', tokens)
   app.decorate('revocations', revocations)
+  app.decorate('profiles', profiles)
   app.decorate('signinGuard', signinGuard)
   app.decorate('idpSettings', idpSettings)
   app.decorate('devIdpClientSecret', devIdpClientSecret)

@@ -3,11 +3,13 @@ import * as placemarks from './001_placemarks.ts'
 import * as auth from './002_auth.ts'
 import * as activity from './003_activity.ts'
 import * as activityRank from './004_activity_rank.ts'
+import * as usersUpdated from './005_users_updated.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
   '001_placemarks': placemarks,
   '002_auth': auth,
   '003_activity': activity,
-  '004_activity_rank': activityRank
+  '004_activity_rank': activityRank,
+  '005_users_updated': usersUpdated
 }

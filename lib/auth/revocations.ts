@@ -1,8 +1,7 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Redis } from 'ioredis'
 import type { Database } from '../../db/types.ts'
-
-const CHANNEL = 'session-revoked'
+import { ChangeFeed } from '../change-feed.ts'
 
 /**
  * The set of revoked session ids that bearer checks consult with no database round trip.
@@ -12,18 +11,19 @@ const CHANNEL = 'session-revoked'
  */
 export class RevocationList {
   #revoked = new Map<string, number>()
-  #since: Date
-  #timer: NodeJS.Timeout | null = null
-  #subscriber: Redis | null = null
+  readonly #feed: ChangeFeed
 
   constructor(
-    private readonly db: Kysely<Database>,
+    db: Kysely<Database>,
     private readonly accessTtlMs: number,
-    private readonly pollMs: number,
-    private readonly redis: Redis | null,
-    private readonly onError: (err: unknown) => void
+    pollMs: number,
+    redis: Redis | null,
+    onError: (err: unknown) => void
   ) {
-    this.#since = new Date(Date.now() - accessTtlMs)
+    this.#feed = new ChangeFeed({
+      db, table: 'sessions', column: 'revoked_at', pollMs, since: new Date(Date.now() - accessTtlMs),
+      redis, channel: 'session-revoked', onChange: (id, at) => this.add(id, at), onPolled: () => this.#prune(), onError
+    })
   }
 
   has(sessionId: string): boolean {
@@ -41,35 +41,23 @@ export class RevocationList {
   // Marks a session revoked here and tells the other instances.
   async announce(sessionId: string): Promise<void> {
     this.add(sessionId)
-    if (this.redis) await this.redis.publish(CHANNEL, sessionId).catch(this.onError)
+    await this.#feed.publish(sessionId)
   }
 
-  async sync(): Promise<void> {
-    const { rows } = await sql<{ id: string; revoked_at: Date; now: Date }>`
-      SELECT id, revoked_at, now() AS now FROM sessions WHERE revoked_at >= ${this.#since}`.execute(this.db)
-    for (const row of rows) this.add(row.id, row.revoked_at.getTime())
-    // Overlap a little, so a revocation committed while this query ran is not missed.
-    const dbNow = rows[0]?.now ?? (await sql<{ now: Date }>`SELECT now() AS now`.execute(this.db)).rows[0].now
-    this.#since = new Date(dbNow.getTime() - 2000)
+  sync(): Promise<void> {
+    return this.#feed.poll()
+  }
+
+  #prune(): void {
     const horizon = Date.now() - this.accessTtlMs - 60_000
     for (const [id, at] of this.#revoked) if (at < horizon) this.#revoked.delete(id)
   }
 
   async start(): Promise<void> {
-    await this.sync()
-    this.#timer = setInterval(() => { this.sync().catch(this.onError) }, this.pollMs)
-    this.#timer.unref()
-    if (this.redis) {
-      const sub = this.redis.duplicate({ enableOfflineQueue: true })
-      sub.on('error', () => {})
-      sub.on('message', (_channel: string, id: string) => this.add(id))
-      await sub.subscribe(CHANNEL).catch(this.onError)
-      this.#subscriber = sub
-    }
+    await this.#feed.start()
   }
 
   async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer)
-    if (this.#subscriber) await this.#subscriber.quit().catch(() => this.#subscriber?.disconnect())
+    await this.#feed.stop()
   }
 }

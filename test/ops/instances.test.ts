@@ -1,34 +1,11 @@
 import t, { type Test } from 'tap'
-import { Redis } from 'ioredis'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'
+import { redisMissing, redisReachable, redisUrl, until } from '../support/shared-state.ts'
 
-const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 const sid = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString()).sid
-
-async function until(check: () => Promise<boolean>, ms: number): Promise<number> {
-  const started = Date.now()
-  while (Date.now() - started < ms) {
-    if (await check()) return Date.now() - started
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  return -1
-}
-
-async function redisReachable(): Promise<boolean> {
-  const probe = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 })
-  try {
-    await probe.connect()
-    await probe.ping()
-    return true
-  } catch {
-    return false
-  } finally {
-    probe.disconnect()
-  }
-}
 
 async function pair(t: Test, env: Record<string, string>, overrides = {}): Promise<[FastifyInstance, FastifyInstance, StandInIdp]> {
   const idp = await new StandInIdp().start()
@@ -40,7 +17,7 @@ async function pair(t: Test, env: Record<string, string>, overrides = {}): Promi
 }
 
 t.test('a session revoked through instance A is refused by instance B within a second', async (t) => {
-  if (!(await redisReachable())) return t.fail(`Redis is not reachable at ${redisUrl}; start it: redis-server --daemonize yes --port 6379 --save "" --appendonly no`)
+  if (!(await redisReachable())) return t.fail(redisMissing)
   const [a, b] = await pair(t, { REDIS_URL: redisUrl }, { REVOCATION_POLL_MS: 60_000 })
   const s = (await a.inject('/api/auth/identity?code=x')).json()
   t.equal((await b.inject({ url: '/api/auth/me', headers: bearer(s.accessToken) })).statusCode, 200)
@@ -59,7 +36,7 @@ t.test('without Redis, the database poll carries revocations to other instances'
 })
 
 t.test('sign-in blocks hold across instances', async (t) => {
-  if (!(await redisReachable())) return t.fail(`Redis is not reachable at ${redisUrl}`)
+  if (!(await redisReachable())) return t.fail(redisMissing)
   const [a, b] = await pair(t, { REDIS_URL: redisUrl }, { SIGNIN_MAX_FAILURES: 2 })
   const ip = `198.18.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250) + 1}`
   t.equal((await a.inject({ url: '/api/auth/identity?code=bad', remoteAddress: ip })).statusCode, 401)

@@ -6,7 +6,7 @@ import { IdentityQuery, Me, RefreshBody, SessionParams, SessionsResponse, SignIn
 import { HttpError } from '../../../lib/errors.ts'
 import { signInWithCode, SigninRefused } from '../../../lib/auth/idp-client.ts'
 import { hashTokenId } from '../../../lib/auth/tokens.ts'
-import { createSession, isUuid, liveSessions, revokeSession, rotateRefreshToken, saveSignIn, sessionOwner, userWithGuilds, type UserRow } from '../../../db/auth.ts'
+import { createSession, isUuid, liveSessions, revokeSession, rotateRefreshToken, saveSignIn, sessionOwner, type UserRow } from '../../../db/auth.ts'
 import { REFRESH_COOKIE, STATE_COOKIE } from '../../../plugins/auth.ts'
 
 const bearer = [{ bearerAuth: [] }]
@@ -75,6 +75,7 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       throw err
     }
     const user = await saveSignIn(app.db, identity.user, identity.guilds)
+    await app.profiles.changed(user.id)
     const refresh = tokens.signRefresh(user.id)
     const sid = await createSession(app.db, {
       userId: user.id, tokenHash: hashTokenId(refresh.tokenId), expiresAt: refresh.expiresAt,
@@ -145,7 +146,7 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: Me, ...errors(401, 429, 503) }
     }
   }, async (request) => {
-    const found = await userWithGuilds(app.db, request.auth!.userId)
+    const found = await app.profiles.get(request.auth!.userId)
     if (!found) throw new HttpError(401, 'Invalid token')
     return {
       ...userBody(found.user),
