@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { createSigner, createVerifier, TokenError } from 'fast-jwt'
 import type { Role } from './types.ts'
+import { LruCache } from '../lru.ts'
 
 export interface AccessClaims {
   userId: string
@@ -58,14 +59,16 @@ export class TokenService {
   readonly #signRefresh
   readonly #verifyAccess
   readonly #verifyRefresh
+  // Whole token → its verified claims: a repeat presentation costs a map lookup and an expiry check.
+  readonly #verified = new LruCache<AccessClaims>(10_000, Number.MAX_SAFE_INTEGER)
 
   constructor(readonly settings: TokenSettings) {
     this.accessTtlMs = durationMs(settings.accessExpiresIn)
     this.refreshTtlMs = durationMs(settings.refreshExpiresIn)
     this.#signAccess = createSigner({ key: settings.accessSecret, algorithm: 'HS256', iss: settings.issuer, expiresIn: this.accessTtlMs })
     this.#signRefresh = createSigner({ key: settings.refreshSecret, algorithm: 'HS256', iss: settings.issuer, expiresIn: this.refreshTtlMs })
-    // The access verifier is on every protected request: built once, with a cache of verified tokens.
-    this.#verifyAccess = createVerifier({ key: settings.accessSecret, algorithms: ['HS256'], allowedIss: settings.issuer, cache: 10_000, cacheKeyBuilder: (t: string) => t })
+    // The access verifier is on every protected request: built once; verified tokens are kept in #verified.
+    this.#verifyAccess = createVerifier({ key: settings.accessSecret, algorithms: ['HS256'], allowedIss: settings.issuer })
     this.#verifyRefresh = createVerifier({ key: settings.refreshSecret, algorithms: ['HS256'], allowedIss: settings.issuer })
   }
 
@@ -79,10 +82,13 @@ export class TokenService {
   }
 
   verifyAccess(token: string): AccessClaims | VerifyFailure {
+    const known = this.#verified.get(token)
+    if (known) return known.exp * 1000 > Date.now() ? known : 'expired'
     try {
       const claims = this.#verifyAccess(token) as Partial<AccessClaims> & { type?: string }
       // A refresh token signed with the wrong secret fails above; these catch any other shape.
       if (claims.type !== undefined || typeof claims.sid !== 'string' || typeof claims.userId !== 'string') return 'invalid'
+      if (typeof claims.exp === 'number') this.#verified.set(token, claims as AccessClaims, 1)
       return claims as AccessClaims
     } catch (err) {
       return err instanceof TokenError && err.code === TokenError.codes.expired ? 'expired' : 'invalid'
