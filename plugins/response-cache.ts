@@ -65,14 +65,27 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
   timer.unref()
   app.addHook('onClose', async () => clearInterval(timer))
 
+  /**
+   * A hit is written straight to the socket: the headers the earlier onRequest hooks set (rate limit,
+   * CORS) plus the cached ones, then the stored bytes. Nothing runs between the lookup and the write;
+   * Fastify's onResponse hooks and request log still see the reply finish.
+   */
   const send = (request: FastifyRequest, reply: FastifyReply, entry: CachedResponse) => {
-    reply.header('etag', entry.etag).header('cache-control', 'public, max-age=0, must-revalidate').header('vary', 'accept-encoding')
-    if (request.headers['if-none-match'] === entry.etag) return reply.code(304).send()
-    reply.type('application/json; charset=utf-8')
-    if (entry.gzip && /\bgzip\b/.test(request.headers['accept-encoding'] ?? '')) {
-      return reply.header('content-encoding', 'gzip').send(entry.gzip)
+    const headers: Record<string, string | number | string[]> = reply.getHeaders() as Record<string, string | number | string[]>
+    headers.etag = entry.etag
+    headers['cache-control'] = 'public, max-age=0, must-revalidate'
+    headers.vary = 'accept-encoding'
+    reply.hijack()
+    if (request.headers['if-none-match'] === entry.etag) {
+      reply.raw.writeHead(304, headers).end()
+      return
     }
-    return reply.send(entry.body)
+    const gzip = entry.gzip && /\bgzip\b/.test(request.headers['accept-encoding'] ?? '')
+    const body = gzip ? entry.gzip! : entry.body
+    headers['content-type'] = 'application/json; charset=utf-8'
+    headers['content-length'] = body.length
+    if (gzip) headers['content-encoding'] = 'gzip'
+    reply.raw.writeHead(200, headers).end(body)
   }
 
   app.decorateRequest('datasetCacheVersion', -1)
@@ -80,7 +93,7 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
     if (request.method !== 'GET') return
     request.datasetCacheVersion = version
     const entry = cache.get(request.url)
-    if (entry && entry.version === version) return send(request, reply, entry)
+    if (entry && entry.version === version) send(request, reply, entry)
   }
   // A route-level hook, appended after the rate limiter's, so cached answers still count against the limit.
   app.addHook('onRoute', (route) => {
