@@ -17,6 +17,7 @@ const EVENTS = quick ? 200_000 : 10_000_000
 const USERS = quick ? 2_000 : 100_000
 const GUILDS = 100
 const DURATION = quick ? 3 : 10
+const WARMUP = quick ? 1 : 3
 const CONNECTIONS = 32
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
@@ -52,9 +53,41 @@ async function startProcess(args: string[], env: Record<string, string>, ready: 
   throw new Error(`process ${args.join(' ')} exited before it was ready`)
 }
 
-async function load(url: string, opts: { requests?: autocannon.Request[]; headers?: Record<string, string>; connections?: number } = {}) {
-  const r = await autocannon({ url, connections: opts.connections ?? CONNECTIONS, duration: DURATION, headers: opts.headers, requests: opts.requests })
+async function load(url: string, opts: { requests?: autocannon.Request[]; headers?: Record<string, string>; connections?: number; duration?: number } = {}) {
+  const r = await autocannon({ url, connections: opts.connections ?? CONNECTIONS, duration: opts.duration ?? DURATION, headers: opts.headers, requests: opts.requests })
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts }
+}
+
+/**
+ * Measures a route and its baseline in alternating halves (baseline, route, baseline, route), so that
+ * a slow spell of the shared machine weighs on both sides of the ratio alike.
+ */
+async function paired(url: string, baselineUrl: string, opts: { headers?: Record<string, string> } = {}) {
+  // Warm up both sides first: the first seconds of a fresh process run unoptimized code.
+  await load(baselineUrl, { duration: WARMUP })
+  await load(url, { ...opts, duration: WARMUP })
+  const halves: Awaited<ReturnType<typeof load>>[][] = [[], []]
+  for (let i = 0; i < 2; i++) {
+    halves[1].push(await load(baselineUrl, { duration: DURATION / 2 }))
+    halves[0].push(await load(url, { ...opts, duration: DURATION / 2 }))
+  }
+  return halves.map((runs) => ({
+    rps: runs.reduce((sum, r) => sum + r.rps, 0) / runs.length,
+    p50: Math.max(...runs.map((r) => r.p50)),
+    p99: Math.max(...runs.map((r) => r.p99)),
+    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0)
+  })) as [Awaited<ReturnType<typeof load>>, Awaited<ReturnType<typeof load>>]
+}
+
+// Autovacuum after the bulk loads would take a core from the measurements: wait until it is done.
+async function quiesce(admin: pg.Client, dbName: string) {
+  const started = Date.now()
+  while (Date.now() - started < 300_000) {
+    const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND (backend_type = 'autovacuum worker' OR query ILIKE 'vacuum%' OR query ILIKE 'analyze%')`, [dbName])
+    if (rows[0].n === 0) return
+    await new Promise((r) => setTimeout(r, 1000))
+  }
+  log('  autovacuum still running after 5 minutes; measuring anyway')
 }
 
 async function main() {
@@ -97,7 +130,7 @@ async function main() {
     const base = `http://127.0.0.1:${port}`
     const serverChild = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
       cwd: root, stdio: 'ignore',
-      env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn' }
+      env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn' }
     })
     children.push(serverChild)
     for (let i = 0; i < 120; i++) {
@@ -126,12 +159,15 @@ async function main() {
     const record = (name: string, r: Awaited<ReturnType<typeof load>>, baseline: number | null) => {
       results.endpoints[name] = { rps: Math.round(r.rps), p50_ms: r.p50, p99_ms: r.p99, baseline_rps: baseline === null ? null : Math.round(baseline), ratio: baseline ? Math.round((r.rps / baseline) * 100) / 100 : null, non2xx: r.non2xx }
       log(`  ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms${baseline ? `, ratio ${(r.rps / baseline).toFixed(2)}` : ''}`)
+      // A figure made of error answers measures nothing: say so loudly.
+      if (r.non2xx) log(`  WARNING: ${name} had ${r.non2xx} non-2xx answers, errors or timeouts`)
     }
+
+    await quiesce(admin, dbName)
 
     log('load: cached placemark reads against the bare server returning the same bytes')
     for (const [name, path] of Object.entries(cached)) {
-      const baseline = await load(`${bare.value}/b/${encodeURIComponent(name)}`)
-      const real = await load(base + path)
+      const [real, baseline] = await paired(base + path, `${bare.value}/b/${encodeURIComponent(name)}`)
       record(name, real, baseline.rps)
     }
 
@@ -146,14 +182,17 @@ async function main() {
       return `/api/v1/spatial/bbox?min_lon=${(x - 0.02).toFixed(4)}&min_lat=${(y - 0.02).toFixed(4)}&max_lon=${(x + 0.02).toFixed(4)}&max_lat=${(y + 0.02).toFixed(4)}&limit=100`
     })
     let next = 0
-    record('bbox (random city boxes)', await load(base, { requests: [{ setupRequest: (req) => ({ ...req, path: boxes[next++ % boxes.length] }) }] }), null)
+    const randomBoxes = [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: boxes[next++ % boxes.length] }) }]
+    await load(base, { requests: randomBoxes, duration: WARMUP })
+    record('bbox (random city boxes, 1 connection)', await load(base, { requests: randomBoxes, connections: 1 }), null)
+    record('bbox (random city boxes)', await load(base, { requests: randomBoxes }), null)
 
-    const constant = await load(`${bare.value}/const`)
-    log(`  bare constant route: ${Math.round(constant.rps)} req/s`)
     const token = await signIn(base).catch((err: Error) => { log(`  sign-in for the auth benchmarks failed: ${err.message}`); return null })
     if (token) {
       const headers = { authorization: `Bearer ${token}` }
-      record('auth/me', await load(`${base}/api/auth/me`, { headers }), constant.rps)
+      const [me, constant] = await paired(`${base}/api/auth/me`, `${bare.value}/const`, { headers })
+      log(`  bare constant route: ${Math.round(constant.rps)} req/s`)
+      record('auth/me', me, constant.rps)
       const guildId = '700000000000000001'
       const ghosts = `${base}/api/ghosts?guildId=${guildId}&limit=100`
       record('ghosts (one guild, 1 connection)', await load(ghosts, { headers, connections: 1 }), null)
