@@ -58,6 +58,9 @@ async function load(url: string, opts: { requests?: autocannon.Request[]; header
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts }
 }
 
+// The bare server's path for an endpoint's bytes: plain characters only, so that the router matches it as is.
+const barePath = (name: string) => `/b/${name.replace(/[^a-z0-9]+/gi, '-')}`
+
 /**
  * Measures a route and its baseline in alternating halves (baseline, route, baseline, route), so that
  * a slow spell of the shared machine weighs on both sides of the ratio alike.
@@ -71,6 +74,8 @@ async function paired(url: string, baselineUrl: string, opts: { headers?: Record
     halves[1].push(await load(baselineUrl, { duration: DURATION / 2 }))
     halves[0].push(await load(url, { ...opts, duration: DURATION / 2 }))
   }
+  const baselineErrors = halves[1].reduce((sum, r) => sum + r.non2xx, 0)
+  if (baselineErrors) throw new Error(`the baseline ${baselineUrl} gave ${baselineErrors} non-2xx answers: its figure would mean nothing`)
   return halves.map((runs) => ({
     rps: runs.reduce((sum, r) => sum + r.rps, 0) / runs.length,
     p50: Math.max(...runs.map((r) => r.p50)),
@@ -149,7 +154,7 @@ async function main() {
     for (const [name, path] of Object.entries(cached)) {
       const res = await fetch(base + path)
       if (!res.ok) throw new Error(`${path} answered ${res.status}`)
-      bodies[`/b/${encodeURIComponent(name)}`] = await res.text()
+      bodies[barePath(name)] = await res.text()
     }
     const bodiesFile = join(dataDir, 'bare-bodies.json')
     writeFileSync(bodiesFile, JSON.stringify(bodies))
@@ -167,7 +172,7 @@ async function main() {
 
     log('load: cached placemark reads against the bare server returning the same bytes')
     for (const [name, path] of Object.entries(cached)) {
-      const [real, baseline] = await paired(base + path, `${bare.value}/b/${encodeURIComponent(name)}`)
+      const [real, baseline] = await paired(base + path, bare.value + barePath(name))
       record(name, real, baseline.rps)
     }
 
