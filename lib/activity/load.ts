@@ -1,6 +1,5 @@
-import { once } from 'node:events'
 import type pg from 'pg'
-import { from as copyFrom } from 'pg-copy-streams'
+import { copyText, copyWriter } from '../db/copy-writer.ts'
 import type { DatabaseHandle } from '../../db/index.ts'
 import type { ActivityEvent } from './event.ts'
 import { parseInstant } from './instant.ts'
@@ -68,44 +67,22 @@ const MEMBER_COLUMNS: Columns = {
   escape: [true, true, true, false, false, false]
 }
 
-const NEEDS_ESCAPE = /[\\\n\r\t]/
-const escapeCopy = (v: string): string =>
-  NEEDS_ESCAPE.test(v) ? v.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t')) : v
-
-// PostgreSQL: one COPY ... FROM STDIN, fed in chunks with back-pressure.
+// PostgreSQL: one COPY ... FROM STDIN.
 function copySink(client: pg.PoolClient, table: string, columns: Columns): RowSink {
-  const stream = client.query(copyFrom(`COPY ${table} (${columns.names.join(', ')}) FROM STDIN`))
-  let failure: Error | null = null
-  stream.on('error', (err: Error) => { failure = err })
+  const writer = copyWriter(client, `COPY ${table} (${columns.names.join(', ')}) FROM STDIN`, 512 * 1024)
   const { escape } = columns
-  let pending = ''
-  const flush = async () => {
-    if (failure) throw failure
-    if (!pending) return
-    const ok = stream.write(pending)
-    pending = ''
-    if (!ok) await Promise.race([once(stream, 'drain'), once(stream, 'error')])
-    if (failure) throw failure
-  }
   return {
     add(row) {
       let line = ''
       for (let i = 0; i < row.length; i++) {
         const v = row[i]
-        const text = typeof v === 'number' ? String(v) : escape[i] ? escapeCopy(v) : v
+        const text = typeof v === 'number' ? String(v) : escape[i] ? copyText(v) : v
         line += i === 0 ? text : '\t' + text
       }
-      pending += line + '\n'
-      if (pending.length >= 512 * 1024) return flush()
-      return undefined
+      return writer.write(line + '\n')
     },
-    async close() {
-      await flush()
-      stream.end()
-      await once(stream, 'finish')
-      if (failure) throw failure
-    },
-    abort() { stream.destroy() }
+    close: () => writer.end(),
+    abort: () => writer.destroy()
   }
 }
 

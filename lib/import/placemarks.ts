@@ -1,6 +1,5 @@
-import { once } from 'node:events'
 import type { PoolClient } from 'pg'
-import { from as copyFrom } from 'pg-copy-streams'
+import { copyText, copyWriter } from '../db/copy-writer.ts'
 import type { DatabaseHandle } from '../../db/index.ts'
 import { readKml, type KmlPlacemark } from '../kml/reader.ts'
 import { parseNameDate } from '../timeline/name-date.ts'
@@ -46,7 +45,6 @@ function toRow(id: number, p: KmlPlacemark, timeZone: string, createdAt: string)
 }
 
 const arrayLiteral = (items: string[]) => `{${items.map((s) => `"${s.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`
-const copyText = (s: string) => s.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t'))
 
 function copyLine(row: Row): string {
   let line = ''
@@ -154,29 +152,14 @@ async function databaseSink(handle: DatabaseHandle): Promise<Sink> {
 
   if (handle.kind === 'postgres') {
     // PostgreSQL: one COPY stream, fed while parsing, so the server loads rows as the file is read.
-    const copy = client.query(copyFrom(`COPY placemarks_next (${COLUMNS.join(', ')}) FROM STDIN`))
-    let copyError: Error | null = null
-    copy.on('error', (err: Error) => { copyError = err })
-    let pending = ''
-    const flush = async () => {
-      if (copyError) throw copyError
-      if (!pending) return
-      const ok = copy.write(pending)
-      pending = ''
-      if (!ok) await Promise.race([once(copy, 'drain'), once(copy, 'error')])
-      if (copyError) throw copyError
-    }
+    const copy = copyWriter(client, `COPY placemarks_next (${COLUMNS.join(', ')}) FROM STDIN`)
     return {
       ...common,
       placemark: async (row) => {
-        pending += copyLine(row)
-        if (pending.length > 256 * 1024) await flush()
+        await copy.write(copyLine(row))
       },
       finish: async (summary) => {
-        await flush()
-        copy.end()
-        await once(copy, 'finish')
-        if (copyError) throw copyError
+        await copy.end()
         await writeStylesAndFolders()
         const version = await commitShadowImport(client, summary)
         release()
