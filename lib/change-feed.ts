@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import type { Redis } from 'ioredis'
 import type { Database } from '../db/types.ts'
+import { createRedis } from './redis.ts'
 
 export interface ChangeFeedOptions {
   db: Kysely<Database>
@@ -70,8 +71,7 @@ export class ChangeFeed {
 // Publishes one change from a process that keeps no feed of its own (a CLI), when REDIS_URL is set.
 export async function publishChange(redisUrl: string | undefined, channel: string, id: string): Promise<boolean> {
   if (!redisUrl) return false
-  const { Redis } = await import('ioredis')
-  const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1000, retryStrategy: () => null })
+  const client = createRedis(redisUrl, { lazyConnect: true, retryStrategy: () => null })
   client.on('error', () => {})
   try {
     await client.connect()

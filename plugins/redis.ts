@@ -1,23 +1,13 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
+import { createRedis } from '../lib/redis.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     // Shared state for several instances; null when REDIS_URL is unset (state stays in the process).
     redis: Redis | null
   }
-}
-
-export function createRedis(url: string): Redis {
-  // Fail fast instead of queueing while Redis is away, so requests keep being served without it.
-  return new Redis(url, {
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    connectTimeout: 1000,
-    commandTimeout: 500,
-    retryStrategy: (attempt) => Math.min(attempt * 250, 2000)
-  })
 }
 
 export default fp(async function redis(app: FastifyInstance) {
