@@ -3,7 +3,8 @@ export class LruCache<V> {
   #map = new Map<string, { value: V; size: number }>()
   #bytes = 0
 
-  constructor(private readonly maxEntries: number, private readonly maxBytes: number) {}
+  // Without maxBytes (and sizes), only the number of entries is bounded.
+  constructor(private readonly maxEntries: number, private readonly maxBytes = Infinity) {}
 
   get(key: string): V | undefined {
     const entry = this.#map.get(key)
@@ -13,7 +14,7 @@ export class LruCache<V> {
     return entry.value
   }
 
-  set(key: string, value: V, size: number): void {
+  set(key: string, value: V, size = 1): void {
     if (size > this.maxBytes) return
     const old = this.#map.get(key)
     if (old) {

@@ -31,7 +31,7 @@ export class ProfileCache<V> {
   #generation = 0
 
   constructor(private readonly opts: ProfileCacheOptions<V>) {
-    this.#lru = new LruCache(opts.maxEntries, Number.MAX_SAFE_INTEGER)
+    this.#lru = new LruCache(opts.maxEntries)
     this.#feed = new ChangeFeed({
       db: opts.db, table: 'users', column: 'updated_at', pollMs: opts.pollMs, since: new Date(),
       redis: opts.redis, channel: PROFILE_CHANNEL, onChange: (id) => this.invalidate(id), onError: opts.onError
@@ -46,7 +46,7 @@ export class ProfileCache<V> {
     if (!pending) {
       const generation = this.#generation
       const load: Promise<V | undefined> = this.opts.load(userId).then((value) => {
-        if (value !== undefined && generation === this.#generation) this.#lru.set(userId, { value, at: Date.now() }, 1)
+        if (value !== undefined && generation === this.#generation) this.#lru.set(userId, { value, at: Date.now() })
         return value
       }).finally(() => {
         if (this.#inflight.get(userId) === load) this.#inflight.delete(userId)

@@ -44,10 +44,6 @@ export class RevocationList {
     await this.#feed.publish(sessionId)
   }
 
-  sync(): Promise<void> {
-    return this.#feed.poll()
-  }
-
   #prune(): void {
     const horizon = Date.now() - this.accessTtlMs - 60_000
     for (const [id, at] of this.#revoked) if (at < horizon) this.#revoked.delete(id)

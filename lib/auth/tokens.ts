@@ -60,7 +60,7 @@ export class TokenService {
   readonly #verifyAccess
   readonly #verifyRefresh
   // Whole token → its verified claims: a repeat presentation costs a map lookup and an expiry check.
-  readonly #verified = new LruCache<AccessClaims>(10_000, Number.MAX_SAFE_INTEGER)
+  readonly #verified = new LruCache<AccessClaims>(10_000)
 
   constructor(readonly settings: TokenSettings) {
     this.accessTtlMs = durationMs(settings.accessExpiresIn)
@@ -88,7 +88,7 @@ export class TokenService {
       const claims = this.#verifyAccess(token) as Partial<AccessClaims> & { type?: string }
       // A refresh token signed with the wrong secret fails above; these catch any other shape.
       if (claims.type !== undefined || typeof claims.sid !== 'string' || typeof claims.userId !== 'string') return 'invalid'
-      if (typeof claims.exp === 'number') this.#verified.set(token, claims as AccessClaims, 1)
+      if (typeof claims.exp === 'number') this.#verified.set(token, claims as AccessClaims)
       return claims as AccessClaims
     } catch (err) {
       return err instanceof TokenError && err.code === TokenError.codes.expired ? 'expired' : 'invalid'
