@@ -27,6 +27,14 @@ declare module 'fastify' {
 
 const GZIP_MIN_BYTES = 1024
 
+const cacheHeaders = (entry: CachedResponse) => ({ etag: entry.etag, 'cache-control': 'public, max-age=0, must-revalidate', vary: 'accept-encoding' })
+
+// What an entry answers to a request: null for "not modified" (its ETag matches), else the gzip or the plain bytes.
+function choose(request: FastifyRequest, entry: CachedResponse): Buffer | null {
+  if (request.headers['if-none-match'] === entry.etag) return null
+  return entry.gzip && /\bgzip\b/.test(request.headers['accept-encoding'] ?? '') ? entry.gzip : entry.body
+}
+
 export interface ResponseCacheOptions {
   pollMs?: number
   maxEntries?: number
@@ -71,20 +79,16 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
    * Fastify's onResponse hooks and request log still see the reply finish.
    */
   const send = (request: FastifyRequest, reply: FastifyReply, entry: CachedResponse) => {
-    const headers: Record<string, string | number | string[]> = reply.getHeaders() as Record<string, string | number | string[]>
-    headers.etag = entry.etag
-    headers['cache-control'] = 'public, max-age=0, must-revalidate'
-    headers.vary = 'accept-encoding'
+    const headers: Record<string, string | number | string[]> = { ...(reply.getHeaders() as Record<string, string | number | string[]>), ...cacheHeaders(entry) }
     reply.hijack()
-    if (request.headers['if-none-match'] === entry.etag) {
+    const body = choose(request, entry)
+    if (body === null) {
       reply.raw.writeHead(304, headers).end()
       return
     }
-    const gzip = entry.gzip && /\bgzip\b/.test(request.headers['accept-encoding'] ?? '')
-    const body = gzip ? entry.gzip! : entry.body
     headers['content-type'] = 'application/json; charset=utf-8'
     headers['content-length'] = body.length
-    if (gzip) headers['content-encoding'] = 'gzip'
+    if (body === entry.gzip) headers['content-encoding'] = 'gzip'
     reply.raw.writeHead(200, headers).end(body)
   }
 
@@ -116,12 +120,13 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
       version
     }
     cache.set(request.url, entry, body.length + (entry.gzip?.length ?? 0) + request.url.length)
-    reply.header('etag', entry.etag).header('cache-control', 'public, max-age=0, must-revalidate').header('vary', 'accept-encoding')
-    if (request.headers['if-none-match'] === entry.etag) {
+    reply.headers(cacheHeaders(entry))
+    const chosen = choose(request, entry)
+    if (chosen === null) {
       reply.code(304)
       return ''
     }
-    if (entry.gzip && /\bgzip\b/.test(request.headers['accept-encoding'] ?? '')) {
+    if (chosen === entry.gzip) {
       reply.header('content-encoding', 'gzip')
       return entry.gzip
     }
