@@ -12,6 +12,7 @@ import corsPlugin from './plugins/cors.ts'
 import swaggerPlugin from './plugins/swagger.ts'
 import dbPlugin from './plugins/db.ts'
 import responseCachePlugin from './plugins/response-cache.ts'
+import boxIndexPlugin from './plugins/box-index.ts'
 import redisPlugin from './plugins/redis.ts'
 import rateLimitPlugin from './plugins/rate-limit.ts'
 import authPlugin from './plugins/auth.ts'
@@ -59,6 +60,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(redisPlugin)
   await app.register(rateLimitPlugin)
   await app.register(responseCachePlugin)
+  await app.register(boxIndexPlugin)
   await app.register(authPlugin)
   await app.register(autoload, { dir: join(root, 'routes'), forceESM: true })
   return app

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import type { Database } from './types.ts'
 import { intersectsBox, splitBox, type Box, type Geometry } from '../lib/geo/box.ts'
+import { BoxIndexBuilder, joinSummaries, type BoxIndex, type SummaryBytes } from '../lib/geo/box-index.ts'
 import type { PlacemarkDetailT, PlacemarkSummaryT, StatsT, TimelineEventT } from '../schemas/placemarks.ts'
 
 type Db = Kysely<Database>
@@ -63,11 +64,12 @@ function boxLiteral(b: Box): string {
 }
 
 // The GiST index finds candidates by bounding box (its comparisons are slightly fuzzy); the exact
-// ST_Intersects-like test then runs on each candidate's geometry.
-export async function placemarksInBox(db: Db, box: Box, limit: number): Promise<PlacemarkSummaryT[]> {
+// ST_Intersects-like test then runs on each candidate's geometry. Answers serialized summaries, the
+// form the in-memory box index keeps too, so both give the same bytes.
+export async function placemarksInBox(db: Db, box: Box, limit: number): Promise<SummaryBytes> {
   const parts = splitBox(box).map(boxLiteral)
   const overlap = sql.join(parts.map((p) => sql`bbox && ${p}::box`), sql` OR `)
-  const out: PlacemarkSummaryT[] = []
+  const out: string[] = []
   // Most candidates pass the exact test (points always do), so a page a little over the limit usually suffices.
   const page = Math.min(limit + 32, 20000)
   let after = 0
@@ -83,11 +85,48 @@ export async function placemarksInBox(db: Db, box: Box, limit: number): Promise<
       ORDER BY p.id`.execute(db)
     for (const row of rows) {
       if (intersectsBox(JSON.parse(row.geometry) as Geometry, box)) {
-        out.push(toSummary(row))
-        if (out.length >= limit) return out
+        out.push(JSON.stringify(toSummary(row)))
+        if (out.length >= limit) return joinSummaries(out)
       }
     }
-    if (rows.length < page) return out
+    if (rows.length < page) return joinSummaries(out)
+    after = rows[rows.length - 1].id
+  }
+}
+
+/** The body of a box answer around already serialized summaries (in the BboxResponse schema's key order). */
+export function bboxBody(summaries: SummaryBytes, bbox: { min_lon: number; min_lat: number; max_lon: number; max_lat: number }): Buffer {
+  const head = '{"placemarks":['
+  const { min_lon, min_lat, max_lon, max_lat } = bbox
+  const tail = `],"bbox":${JSON.stringify({ min_lon, min_lat, max_lon, max_lat })},"count":${summaries.count}}`
+  const body = Buffer.allocUnsafe(head.length + summaries.byteLength + tail.length)
+  body.write(head, 0, 'latin1')
+  summaries.copyTo(body, head.length)
+  body.write(tail, head.length + summaries.byteLength, 'latin1')
+  return body
+}
+
+/**
+ * Reads every placemark's bounds and serialized summary in id order into a box index, in pages.
+ * Gives up (null) once the summaries pass `maxBytes`, or when `stop()` says so between pages.
+ * Pages are separate queries: the caller compares the dataset version before and after, since an
+ * import committed in between would mix two datasets.
+ */
+export async function loadBoxIndex(db: Db, opts: { maxBytes: number; pageSize?: number; stop?: () => boolean }): Promise<BoxIndex | null> {
+  const builder = new BoxIndexBuilder()
+  // Small pages keep each synchronous stretch of decoding short for the requests served meanwhile.
+  const pageSize = opts.pageSize ?? 2000
+  let after = 0
+  for (;;) {
+    if (opts.stop?.()) return null
+    const { rows } = await sql<SummaryRow & { min_lon: number; min_lat: number; max_lon: number; max_lat: number }>`
+      SELECT ${SUMMARY}, (p.bbox[1])[0] AS min_lon, (p.bbox[1])[1] AS min_lat, (p.bbox[0])[0] AS max_lon, (p.bbox[0])[1] AS max_lat
+      FROM placemarks p WHERE p.id > ${after} ORDER BY p.id LIMIT ${pageSize}`.execute(db)
+    for (const row of rows) {
+      builder.add({ id: row.id, minLon: row.min_lon, minLat: row.min_lat, maxLon: row.max_lon, maxLat: row.max_lat, geometry: row.geometry, json: JSON.stringify(toSummary(row)) })
+    }
+    if (builder.bytes > opts.maxBytes) return null
+    if (rows.length < pageSize) return builder.finish()
     after = rows[rows.length - 1].id
   }
 }

@@ -20,6 +20,7 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 minute' }),
   AUTH_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 60 }),
   CACHE_VERSION_POLL_MS: Type.Integer({ minimum: 50, default: 1000 }),
+  BBOX_INDEX_MB: Type.Integer({ minimum: 0, default: 512 }),
   PUBLIC_URL: Type.Optional(Type.String({ minLength: 1 })),
   IDP_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
   IDP_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),

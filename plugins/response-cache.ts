@@ -14,7 +14,7 @@ interface CachedResponse {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    datasetVersion: { current(): number; refresh(): Promise<number> }
+    datasetVersion: { current(): number; refresh(): Promise<number>; onChange(listener: (version: number) => void): void }
   }
   interface FastifyRequest {
     datasetCacheVersion: number
@@ -50,6 +50,7 @@ export interface ResponseCacheOptions {
 export default fp(async function responseCache(app: FastifyInstance, opts: ResponseCacheOptions) {
   const cache = new LruCache<CachedResponse>(opts.maxEntries ?? 10_000, opts.maxBytes ?? 128 * 1024 * 1024)
   let version = -1
+  const listeners: ((version: number) => void)[] = []
 
   const readVersion = async (): Promise<number> => {
     const { rows } = await sql<{ version: number | null }>`SELECT max(version)::int AS version FROM dataset`.execute(app.db)
@@ -60,11 +61,12 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
     if (next !== version) {
       cache.clear()
       version = next
+      for (const listener of listeners) listener(version)
     }
     return version
   }
   await refresh()
-  app.decorate('datasetVersion', { current: () => version, refresh })
+  app.decorate('datasetVersion', { current: () => version, refresh, onChange: (listener: (version: number) => void) => { listeners.push(listener) } })
 
   const pollMs = opts.pollMs ?? app.config.CACHE_VERSION_POLL_MS
   const timer = setInterval(() => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { BboxQuery, BboxResponse } from '../../../../schemas/placemarks.ts'
 import { errors } from '../../../../schemas/common.ts'
-import { placemarksInBox } from '../../../../db/placemarks.ts'
+import { bboxBody, placemarksInBox } from '../../../../db/placemarks.ts'
 import { HttpError } from '../../../../lib/errors.ts'
 
 const spatial: FastifyPluginAsyncTypebox = async (app) => {
@@ -15,14 +15,17 @@ const spatial: FastifyPluginAsyncTypebox = async (app) => {
       querystring: BboxQuery,
       response: { 200: BboxResponse, ...errors(400, 429, 503) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const { min_lon, min_lat, max_lon, max_lat, limit } = request.query
     for (const [key, value] of Object.entries({ min_lon, min_lat, max_lon, max_lat })) {
       if (!Number.isFinite(value)) throw new HttpError(400, `querystring/${key} must be a finite number`)
     }
     if (min_lat > max_lat) throw new HttpError(400, 'querystring/min_lat must be <= max_lat')
-    const placemarks = await placemarksInBox(app.db, { minLon: min_lon, minLat: min_lat, maxLon: max_lon, maxLat: max_lat }, limit)
-    return { placemarks, bbox: { min_lon, min_lat, max_lon, max_lat }, count: placemarks.length }
+    const box = { minLon: min_lon, minLat: min_lat, maxLon: max_lon, maxLat: max_lat }
+    const summaries = app.boxIndex.search(box, limit) ?? await placemarksInBox(app.db, box, limit)
+    // Already serialized (by the same function on both paths); the response schema still documents it.
+    // (bytes, so the schema-typed send needs the cast)
+    return reply.type('application/json; charset=utf-8').send(bboxBody(summaries, { min_lon, min_lat, max_lon, max_lat }) as never)
   })
 }
 

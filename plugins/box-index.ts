@@ -1,0 +1,92 @@
+import fp from 'fastify-plugin'
+import type { FastifyInstance } from 'fastify'
+import type { Box } from '../lib/geo/box.ts'
+import type { BoxIndex, SummaryBytes } from '../lib/geo/box-index.ts'
+import { loadBoxIndex } from '../db/placemarks.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    boxIndex: {
+      /** Serialized summaries from memory, or null while no index of the current dataset is loaded. */
+      search(box: Box, limit: number): SummaryBytes | null
+      /** Resolves when no load is running (tests, benchmarks). */
+      idle(): Promise<void>
+      /** The loaded index's dataset version and size, if any. */
+      loaded(): { version: number; placemarks: number; bytes: number } | null
+    }
+  }
+}
+
+const RETRY_MS = 5000
+
+/**
+ * Box queries from memory: the placemark dataset changes only by import, so every instance keeps a
+ * static R-tree of placemark bounds with each summary's serialized bytes, reloaded in the background
+ * when the dataset version changes. Until it is loaded, or when the summaries would pass
+ * BBOX_INDEX_MB (0 turns it off), box queries read the database; both give the same answers.
+ */
+export default fp(async function boxIndexPlugin(app: FastifyInstance) {
+  const maxBytes = app.config.BBOX_INDEX_MB * 1024 * 1024
+  let current: { version: number; index: BoxIndex } | null = null
+  let loading: Promise<void> | null = null
+  let again = false
+  let closing = false
+  let tooBig = -1
+  let retry: NodeJS.Timeout | undefined
+
+  const load = async (version: number) => {
+    if (version === tooBig || current?.version === version) return
+    const started = performance.now()
+    const index = await loadBoxIndex(app.db, { maxBytes, stop: () => closing || app.datasetVersion.current() !== version })
+    if (closing || app.datasetVersion.current() !== version) return
+    if (!index) {
+      tooBig = version
+      current = null
+      app.log.warn({ maxMb: app.config.BBOX_INDEX_MB }, 'the placemark summaries pass BBOX_INDEX_MB: box queries read the database')
+      return
+    }
+    // Pages were separate queries: an import committed meanwhile bumped the version, and the new
+    // version's listener loads again.
+    if ((await app.datasetVersion.refresh()) !== version) return
+    current = { version, index }
+    app.log.info({ version, placemarks: index.size, mb: Math.round(index.memoryBytes / 1048576), ms: Math.round(performance.now() - started) }, 'placemark box index loaded')
+  }
+
+  const schedule = () => {
+    if (maxBytes === 0 || closing) return
+    if (loading) {
+      again = true
+      return
+    }
+    loading = (async () => {
+      do {
+        again = false
+        try {
+          await load(app.datasetVersion.current())
+        } catch (err) {
+          if (closing) return
+          app.log.warn({ err }, `loading the placemark box index failed; retrying in ${RETRY_MS / 1000} s`)
+          clearTimeout(retry)
+          retry = setTimeout(schedule, RETRY_MS).unref()
+        }
+      } while (again && !closing)
+    })().finally(() => { loading = null })
+  }
+
+  app.decorate('boxIndex', {
+    search(box: Box, limit: number) {
+      return current && current.version === app.datasetVersion.current() ? current.index.search(box, limit) : null
+    },
+    idle: async () => {
+      while (loading) await loading
+    },
+    loaded: () => (current ? { version: current.version, placemarks: current.index.size, bytes: current.index.memoryBytes } : null)
+  })
+  app.datasetVersion.onChange(schedule)
+  app.addHook('onReady', async () => schedule())
+  app.addHook('onClose', async () => {
+    closing = true
+    clearTimeout(retry)
+    while (loading) await loading
+  })
+}, { name: 'box-index', dependencies: ['config', 'db', 'response-cache'] })
