@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { dirname, join } from 'node:path'
 import type { Config } from './lib/config.ts'
 import type { DatabaseHandle } from './db/index.ts'
-import { loggerOptions } from './lib/logger.ts'
+import { loggerOptions, requestChildLogger } from './lib/logger.ts'
 import configPlugin from './plugins/config.ts'
 import errorsPlugin from './plugins/errors.ts'
 import corsPlugin from './plugins/cors.ts'
@@ -45,6 +45,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   const { config } = options
   const app = Fastify({
     logger: options.logger ?? loggerOptions(config.LOG_LEVEL),
+    childLoggerFactory: requestChildLogger,
     trustProxy: trustProxySetting(config.TRUST_PROXY),
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: true, useDefaults: true, allErrors: false } },
     return503OnClosing: true,
