@@ -16,6 +16,7 @@ function userBody(u: UserRow) {
 }
 
 const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const meBodies = new WeakMap<object, string | Buffer | ArrayBuffer>()
   const { config, tokens, revocations, signinGuard } = app
   const cookieBase = { httpOnly: true, secure: config.isProduction, path: '/api/auth' } as const
 
@@ -145,13 +146,20 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       security: bearer,
       response: { 200: Me, ...errors(401, 429, 503) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const found = await app.profiles.get(request.auth!.userId)
     if (!found) throw new HttpError(401, 'Invalid token')
-    return {
-      ...userBody(found.user),
-      guilds: found.guilds.map((g) => ({ id: g.guild_id, name: g.name, icon: g.icon, owner: g.owner, permissions: g.permissions }))
+    // The body is serialized once per cached profile (the route's own serializer), and dropped with it.
+    let body = meBodies.get(found)
+    if (body === undefined) {
+      body = reply.serialize({
+        ...userBody(found.user),
+        guilds: found.guilds.map((g) => ({ id: g.guild_id, name: g.name, icon: g.icon, owner: g.owner, permissions: g.permissions }))
+      })
+      meBodies.set(found, body)
     }
+    // (serialized text, so the schema-typed send needs the cast)
+    return reply.type('application/json; charset=utf-8').send(body as never)
   })
 
   app.get('/sessions', {
