@@ -4,6 +4,7 @@ import { gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { sql } from 'kysely'
 import { LruCache } from '../lib/lru.ts'
+import { addVary } from './cors.ts'
 
 interface CachedResponse {
   body: Buffer
@@ -28,7 +29,6 @@ declare module 'fastify' {
 const GZIP_MIN_BYTES = 1024
 
 const CACHE_CONTROL = 'public, max-age=0, must-revalidate'
-const cacheHeaders = (entry: CachedResponse) => ({ etag: entry.etag, 'cache-control': CACHE_CONTROL, vary: 'accept-encoding' })
 
 // What an entry answers to a request: null for "not modified" (its ETag matches), else the gzip or the plain bytes.
 function choose(request: FastifyRequest, entry: CachedResponse): Buffer | null {
@@ -86,7 +86,8 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
     const headers = reply.getHeaders() as Record<string, string | number | string[]>
     headers.etag = entry.etag
     headers['cache-control'] = CACHE_CONTROL
-    headers.vary = 'accept-encoding'
+    // Added to what CORS set (Origin), not in its place.
+    headers.vary = headers.vary ? `${String(headers.vary)}, accept-encoding` : 'accept-encoding'
     reply.hijack()
     const body = choose(request, entry)
     if (body === null) {
@@ -127,7 +128,8 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
       version
     }
     cache.set(request.url, entry, body.length + (entry.gzip?.length ?? 0) + request.url.length)
-    reply.headers(cacheHeaders(entry))
+    reply.headers({ etag: entry.etag, 'cache-control': CACHE_CONTROL })
+    addVary(reply, 'accept-encoding')
     const chosen = choose(request, entry)
     if (chosen === null) {
       reply.code(304)
