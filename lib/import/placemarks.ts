@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg'
 import { copyText, copyWriter } from '../db/copy-writer.ts'
 import type { DatabaseHandle } from '../../db/index.ts'
-import { readKml, type KmlPlacemark } from '../kml/reader.ts'
+import { readKmlBatches, type KmlPlacemark } from '../kml/reader.ts'
 import { parseNameDate } from '../timeline/name-date.ts'
 import { boundsOf } from '../geo/box.ts'
 
@@ -58,7 +58,7 @@ function copyLine(row: Row): string {
 
 /** Where parsed items go: the database inside one transaction, or nowhere for a dry run. */
 interface Sink {
-  placemark(row: Row): Promise<void>
+  placemark(row: Row): Promise<void> | undefined
   style(id: string, kind: string, definition: Record<string, string>): Promise<void>
   folder(id: number, name: string, path: string[]): Promise<void>
   finish(summary: ImportSummary): Promise<number | null>
@@ -66,7 +66,7 @@ interface Sink {
 }
 
 const nullSink: Sink = {
-  placemark: async () => {},
+  placemark: () => undefined,
   style: async () => {},
   folder: async () => {},
   finish: async () => null,
@@ -158,9 +158,7 @@ async function databaseSink(handle: DatabaseHandle): Promise<Sink> {
     const copy = copyWriter(client, `COPY placemarks_next (${COLUMNS.join(', ')}) FROM STDIN WITH (FREEZE)`)
     return {
       ...common,
-      placemark: async (row) => {
-        await copy.write(copyLine(row))
-      },
+      placemark: (row) => copy.write(copyLine(row)),
       finish: async (summary) => {
         await copy.end()
         await writeStylesAndFolders()
@@ -228,29 +226,33 @@ export async function importPlacemarks(handle: DatabaseHandle | null, chunks: As
   const styleIds = new Set<string>()
   const skip = (reason: string) => { summary.skipped[reason] = (summary.skipped[reason] ?? 0) + 1 }
   try {
-    for await (const item of readKml(chunks)) {
-      if (item.kind === 'placemark') {
-        const row = toRow(summary.placemarks + 1, item.placemark, options.timeZone, createdAt)
-        summary.placemarks++
-        summary.geometryTypes[row[5]]++
-        if (row[13]) summary.timelineEvents++
-        if (row[12]) summary.timestampedEvents++
-        await sink.placemark(row)
-        if (summary.placemarks % 5000 === 0) options.onProgress?.(summary.placemarks)
-      } else if (item.kind === 'style') {
-        if (styleIds.has(item.style.id)) {
-          skip('duplicate style id')
-          continue
+    for await (const batch of readKmlBatches(chunks)) {
+      for (const item of batch) {
+        if (item.kind === 'placemark') {
+          const row = toRow(summary.placemarks + 1, item.placemark, options.timeZone, createdAt)
+          summary.placemarks++
+          summary.geometryTypes[row[5]]++
+          if (row[13]) summary.timelineEvents++
+          if (row[12]) summary.timestampedEvents++
+          // A promise only when the database pushes back.
+          const pending = sink.placemark(row)
+          if (pending) await pending
+          if (summary.placemarks % 5000 === 0) options.onProgress?.(summary.placemarks)
+        } else if (item.kind === 'style') {
+          if (styleIds.has(item.style.id)) {
+            skip('duplicate style id')
+            continue
+          }
+          styleIds.add(item.style.id)
+          summary.styles++
+          summary.styleKinds[item.style.kind]++
+          await sink.style(item.style.id, item.style.kind, item.style.definition)
+        } else if (item.kind === 'folder') {
+          summary.folders++
+          await sink.folder(summary.folders, item.folder.name, item.folder.path)
+        } else {
+          skip(item.reason)
         }
-        styleIds.add(item.style.id)
-        summary.styles++
-        summary.styleKinds[item.style.kind]++
-        await sink.style(item.style.id, item.style.kind, item.style.definition)
-      } else if (item.kind === 'folder') {
-        summary.folders++
-        await sink.folder(summary.folders, item.folder.name, item.folder.path)
-      } else {
-        skip(item.reason)
       }
     }
     summary.version = await sink.finish(summary)

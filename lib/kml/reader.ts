@@ -50,6 +50,7 @@ const STYLE_PARENTS = new Set(['Document', 'Folder', 'kml'])
 
 // Large string chunks are fed in slices so the item queue stays small.
 const SLICE = 65536
+const SPACED_COMMA = /\s,|,\s/
 const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 
 interface Frame {
@@ -106,14 +107,16 @@ function collapse(text: string): string {
 
 function parsePositions(text: string): Position[] | null {
   // Some writers put spaces after the commas; rejoin those before splitting tuples on whitespace.
-  const tuples = text.replace(/\s*,\s*/g, ',').trim().split(/\s+/).filter((s) => s !== '')
+  const joined = SPACED_COMMA.test(text) ? text.replace(/\s*,\s*/g, ',') : text
+  const trimmed = joined.trim()
+  const tuples = trimmed === '' ? [] : trimmed.split(/\s+/)
   const out: Position[] = []
   for (const tuple of tuples) {
     const parts = tuple.split(',')
     if (parts.length < 2 || parts.length > 3 || !parts.every((p) => NUMBER.test(p))) return null
-    const values = parts.map(Number)
-    if (!values.every(Number.isFinite)) return null
-    const [lon, lat] = values
+    const lon = Number(parts[0])
+    const lat = Number(parts[1])
+    if (!Number.isFinite(lon) || !Number.isFinite(lat) || (parts.length === 3 && !Number.isFinite(Number(parts[2])))) return null
     if (lon < -180 || lon > 180 || lat < -90 || lat > 90) return null
     out.push([lon, lat])
   }
@@ -152,6 +155,14 @@ function friendly(message: string, lastClosed: string): string {
 
 /** Streams the placemarks, styles and folders of a KML document; holds at most one placemark's worth of state. */
 export async function* readKml(chunks: AsyncIterable<string | Buffer>): AsyncGenerator<KmlItem> {
+  for await (const batch of readKmlBatches(chunks)) yield* batch
+}
+
+/**
+ * The same items in batches (those completed by each slice of input read): a consumer handling a
+ * million placemarks saves a promise round trip per item.
+ */
+export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): AsyncGenerator<KmlItem[]> {
   const parser = new SaxesParser({ xmlns: false, position: true })
   const decoder = new TextDecoder('utf-8')
   const queue: KmlItem[] = []
@@ -170,6 +181,13 @@ export async function* readKml(chunks: AsyncIterable<string | Buffer>): AsyncGen
       folders[i].emitted = true
       queue.push({ kind: 'folder', folder: { name: folders[i].name, path: folders.slice(0, i + 1).map((f) => f.name) } })
     }
+  }
+
+  // Local names of the open elements from `start` down, joined by '/' (start < stack.length).
+  const pathFrom = (start: number): string => {
+    let path = stack[start].local
+    for (let i = start + 1; i < stack.length; i++) path += `/${stack[i].local}`
+    return path
   }
 
   const putDefinition = (key: string, value: string) => {
@@ -213,7 +231,7 @@ export async function* readKml(chunks: AsyncIterable<string | Buffer>): AsyncGen
         return
       }
       if (p.geometryOpen) {
-        const path = stack.slice(p.geometryDepth + 1).map((f) => f.local).join('/')
+        const path = pathFrom(p.geometryDepth + 1)
         if (p.geometry === 'Polygon') {
           if (path === 'outerBoundaryIs/LinearRing') {
             p.outerOpen = p.outer === null
@@ -229,7 +247,7 @@ export async function* readKml(chunks: AsyncIterable<string | Buffer>): AsyncGen
         }
         return
       }
-      const path = stack.slice(placemark.depth + 1).map((f) => f.local).join('/')
+      const path = pathFrom(placemark.depth + 1)
       if (path === 'ExtendedData/Data') {
         p.dataName = tag.attributes.name ?? ''
         p.dataValue = ''
@@ -397,14 +415,14 @@ export async function* readKml(chunks: AsyncIterable<string | Buffer>): AsyncGen
   })
 
   // Yields after every slice so a single huge chunk never piles up more than a slice's worth of items.
-  function* feed(text: string): Generator<KmlItem> {
+  function* feed(text: string): Generator<KmlItem[]> {
     for (let start = 0; start < text.length; ) {
       let end = Math.min(start + SLICE, text.length)
       // Never split a surrogate pair between two writes.
       if (end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1])) end++
       parser.write(text.slice(start, end))
       start = end
-      if (queue.length > 0) yield* queue.splice(0)
+      if (queue.length > 0) yield queue.splice(0)
     }
   }
 
@@ -418,5 +436,5 @@ export async function* readKml(chunks: AsyncIterable<string | Buffer>): AsyncGen
     throw new KmlError(`malformed XML at line ${parser.line}, column ${parser.column}: unexpected end of input, unclosed tag <${open}>`, parser.line, parser.column)
   }
   parser.close()
-  if (queue.length > 0) yield* queue.splice(0)
+  if (queue.length > 0) yield queue.splice(0)
 }
