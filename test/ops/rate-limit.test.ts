@@ -1,6 +1,7 @@
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
+import { LocalCounters, windowMs } from '../../lib/rate-limit.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
@@ -48,4 +49,41 @@ t.test('two instances sharing Redis share one budget', async (t) => {
   const codes: number[] = []
   for (const app of [a, b, a, b, a, b]) codes.push((await app.inject({ url: '/api/v1/folders', remoteAddress: ip })).statusCode)
   t.same(codes, [200, 200, 200, 200, 429, 429])
+})
+
+t.test('the auth routes have their own budget; windows end; a bad window refuses to start', async (t) => {
+  const handle = await openTestDatabase(t, 'pglite')
+  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 5, AUTH_RATE_LIMIT_MAX: 2, RATE_LIMIT_WINDOW: '400' })
+  const codes = []
+  for (let i = 0; i < 3; i++) codes.push((await app.inject('/api/auth/me')).statusCode)
+  t.same(codes, [401, 401, 429], 'unauthenticated calls count too')
+  const limited = await app.inject('/api/auth/me')
+  t.equal(limited.headers['x-ratelimit-limit'], '2')
+  t.equal(limited.headers['x-ratelimit-remaining'], '0')
+  t.ok(Number(limited.headers['x-ratelimit-reset']) <= 1, 'reset in whole seconds, rounded up')
+  const folders = await app.inject('/api/v1/folders')
+  t.equal(folders.statusCode, 200, 'the global budget is separate')
+  t.equal(folders.headers['x-ratelimit-limit'], '5')
+  t.equal(folders.headers['x-ratelimit-remaining'], '4')
+  await new Promise((r) => setTimeout(r, 450))
+  t.equal((await app.inject('/api/auth/me')).statusCode, 401, 'a new window, a new budget')
+  t.notOk((await app.inject('/health')).headers['x-ratelimit-limit'], 'the health check runs no limiter')
+  await t.rejects(buildTestApp(t, handle, { RATE_LIMIT_WINDOW: 'soon' }), /RATE_LIMIT_WINDOW/)
+})
+
+t.test('local counters forget ended windows', async (t) => {
+  const counters = new LocalCounters()
+  t.teardown(() => counters.close())
+  t.same(counters.hit('a', 100), { count: 1, ttlMs: 100 })
+  t.equal(counters.hit('a', 100).count, 2)
+  counters.hit('b', 100)
+  t.equal(counters.size, 2)
+  await new Promise((r) => setTimeout(r, 250))
+  t.equal(counters.size, 0, 'swept')
+  t.equal(counters.hit('a', 100).count, 1)
+  t.equal(windowMs('1 minute'), 60_000)
+  t.equal(windowMs('250'), 250)
+  t.equal(windowMs('30s'), 30_000)
+  t.equal(windowMs('never'), null)
+  t.equal(windowMs('0'), null)
 })
