@@ -101,21 +101,22 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
   }
 
   app.decorateRequest('datasetCacheVersion', -1)
-  const lookup = async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.method !== 'GET') return
-    request.datasetCacheVersion = version
-    const entry = cache.get(request.url)
-    if (entry && entry.version === version) send(request, reply, entry)
+  // Callback style: a hit is written at once, and a miss goes on without a promise in between.
+  const lookup = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    if (request.method === 'GET') {
+      request.datasetCacheVersion = version
+      const entry = cache.get(request.url)
+      if (entry && entry.version === version) {
+        send(request, reply, entry)
+        return
+      }
+    }
+    done()
   }
-  // A route-level hook, appended after the rate limiter's, so cached answers still count against the limit.
-  app.addHook('onRoute', (route) => {
-    if (!route.config?.datasetCache) return
-    const existing = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : []
-    route.onRequest = [...existing, lookup]
-  })
 
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (!request.routeOptions.config.datasetCache || request.method !== 'GET' || reply.statusCode !== 200) return payload
+  // A fresh 200 of a dataset route: kept, then answered like a hit would be (304, gzip or plain).
+  const keep = (request: FastifyRequest, reply: FastifyReply, payload: unknown): unknown => {
+    if (request.method !== 'GET' || reply.statusCode !== 200) return payload
     if (reply.getHeader('content-encoding') || typeof payload !== 'string') return payload
     // An import that landed while this request ran may have changed the data it read: don't keep it.
     if (request.datasetCacheVersion !== version) return payload
@@ -140,5 +141,18 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
       return entry.gzip
     }
     return payload
+  }
+  const store = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
+    done(null, keep(request, reply, payload))
+  }
+
+  // Both run only on the dataset routes: the lookup as a route-level onRequest hook, appended after the
+  // rate limiter's so cached answers still count against the limit, and the store as their onSend hook.
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.datasetCache) return
+    const onRequest = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : []
+    route.onRequest = [...onRequest, lookup]
+    const onSend = route.onSend ? (Array.isArray(route.onSend) ? route.onSend : [route.onSend]) : []
+    route.onSend = [...onSend, store]
   })
 }, { name: 'response-cache', dependencies: ['config', 'db'] })

@@ -38,9 +38,15 @@ export class ProfileCache<V> {
     })
   }
 
-  get(userId: string): Promise<V | undefined> {
+  /** The cached profile if it is there and fresh, without waiting for anything. */
+  peek(userId: string): V | undefined {
     const hit = this.#lru.get(userId)
-    if (hit && Date.now() - hit.at < this.opts.ttlMs) return Promise.resolve(hit.value)
+    return hit && Date.now() - hit.at < this.opts.ttlMs ? hit.value : undefined
+  }
+
+  get(userId: string): Promise<V | undefined> {
+    const hit = this.peek(userId)
+    if (hit !== undefined) return Promise.resolve(hit)
     // Concurrent misses for one user share one load.
     let pending = this.#inflight.get(userId)
     if (!pending) {

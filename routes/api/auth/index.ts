@@ -6,7 +6,7 @@ import { IdentityQuery, Me, RefreshBody, SessionParams, SessionsResponse, SignIn
 import { HttpError } from '../../../lib/errors.ts'
 import { signInWithCode, SigninRefused } from '../../../lib/auth/idp-client.ts'
 import { hashTokenId } from '../../../lib/auth/tokens.ts'
-import { createSession, isUuid, liveSessions, revokeSession, rotateRefreshToken, saveSignIn, sessionOwner, type UserRow } from '../../../db/auth.ts'
+import { createSession, isUuid, liveSessions, revokeSession, rotateRefreshToken, saveSignIn, sessionOwner, type UserRow, type UserWithGuilds } from '../../../db/auth.ts'
 import { REFRESH_COOKIE, STATE_COOKIE } from '../../../plugins/auth.ts'
 
 const bearer = [{ bearerAuth: [] }]
@@ -16,7 +16,19 @@ function userBody(u: UserRow) {
 }
 
 const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  // The body is serialized once per cached profile (by the route's own serializer) and dropped with it.
   const meBodies = new WeakMap<object, string | Buffer | ArrayBuffer>()
+  const sendMe = (reply: FastifyReply, found: UserWithGuilds): void => {
+    let body = meBodies.get(found)
+    if (body === undefined) {
+      body = reply.serialize({
+        ...userBody(found.user),
+        guilds: found.guilds.map((g) => ({ id: g.guild_id, name: g.name, icon: g.icon, owner: g.owner, permissions: g.permissions }))
+      })
+      meBodies.set(found, body)
+    }
+    reply.type('application/json; charset=utf-8').send(body)
+  }
   const { config, tokens, revocations, signinGuard } = app
   const cookieBase = { httpOnly: true, secure: config.isProduction, path: '/api/auth' } as const
 
@@ -146,20 +158,18 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       security: bearer,
       response: { 200: Me, ...errors(401, 429, 503) }
     }
-  }, async (request, reply) => {
-    const found = await app.profiles.get(request.auth!.userId)
-    if (!found) throw new HttpError(401, 'Invalid token')
-    // The body is serialized once per cached profile (the route's own serializer), and dropped with it.
-    let body = meBodies.get(found)
-    if (body === undefined) {
-      body = reply.serialize({
-        ...userBody(found.user),
-        guilds: found.guilds.map((g) => ({ id: g.guild_id, name: g.name, icon: g.icon, owner: g.owner, permissions: g.permissions }))
-      })
-      meBodies.set(found, body)
+  }, (request, reply) => {
+    const userId = request.auth!.userId
+    // A cached profile answers at once; only a miss waits for the database.
+    const cached = app.profiles.peek(userId)
+    if (cached) {
+      sendMe(reply, cached)
+      return
     }
-    // (serialized text, so the schema-typed send needs the cast)
-    return reply.type('application/json; charset=utf-8').send(body as never)
+    return app.profiles.get(userId).then((found) => {
+      if (!found) throw new HttpError(401, 'Invalid token')
+      sendMe(reply, found)
+    })
   })
 
   app.get('/sessions', {
