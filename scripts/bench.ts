@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { once } from 'node:events'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -22,7 +22,7 @@ const CONNECTIONS = 32
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 interface EndpointResult { rps: number; p50_ms: number; p99_ms: number; baseline_rps: number | null; ratio: number | null; non2xx: number }
-const results: { endpoints: Record<string, EndpointResult>; import?: Record<string, number>; activity_import?: Record<string, number>; quick: boolean; machine: string; at: string } = {
+const results: { endpoints: Record<string, EndpointResult>; import?: Record<string, number>; activity_import?: Record<string, number>; server?: Record<string, number>; quick: boolean; machine: string; at: string } = {
   endpoints: {}, quick, machine: `${process.platform} ${process.arch}, node ${process.version}`, at: new Date().toISOString()
 }
 
@@ -84,6 +84,40 @@ async function paired(url: string, baselineUrl: string, opts: { headers?: Record
   })) as [Awaited<ReturnType<typeof load>>, Awaited<ReturnType<typeof load>>]
 }
 
+// CPU seconds a process has used so far (Linux), or null where /proc is not there.
+function cpuSeconds(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return null
+  }
+}
+
+// Resident and peak memory of a process in MB (Linux), from /proc.
+function memoryMb(pid: number): { rss_mb: number; peak_rss_mb: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0)
+    return { rss_mb: Math.round(kb('VmRSS') / 1024), peak_rss_mb: Math.round(kb('VmHWM') / 1024) }
+  } catch {
+    return null
+  }
+}
+
+// The server loads its box index in the background after start: wait until it is idle (under 5% of a
+// core over a second), so that no measurement shares the machine with that load.
+async function settle(pid: number) {
+  const started = Date.now()
+  let last = cpuSeconds(pid)
+  while (last !== null && Date.now() - started < 300_000) {
+    await new Promise((r) => setTimeout(r, 1000))
+    const now = cpuSeconds(pid)
+    if (now === null || now - last < 0.05) return
+    last = now
+  }
+}
+
 // Autovacuum after the bulk loads would take a core from the measurements: wait until it is done.
 async function quiesce(admin: pg.Client, dbName: string) {
   const started = Date.now()
@@ -130,6 +164,11 @@ async function main() {
       log(`  ${results.activity_import.per_second} events/s (wall clock, including start-up)`)
     }
 
+    // Vacuum now: an autovacuum of the 10M events starting in the middle of a measurement would take a core.
+    const vacuum = new pg.Client({ connectionString: DATABASE_URL })
+    await vacuum.connect()
+    await vacuum.query('VACUUM (ANALYZE)').finally(() => vacuum.end())
+
     // 3. The server under test, with limits out of the way of the load generator.
     const port = 20000 + Math.floor(Math.random() * 20000)
     const base = `http://127.0.0.1:${port}`
@@ -169,6 +208,7 @@ async function main() {
     }
 
     await quiesce(admin, dbName)
+    if (serverChild.pid) await settle(serverChild.pid)
 
     log('load: cached placemark reads against the bare server returning the same bytes')
     for (const [name, path] of Object.entries(cached)) {
@@ -191,6 +231,12 @@ async function main() {
     await load(base, { requests: randomBoxes, duration: WARMUP })
     record('bbox (random city boxes, 1 connection)', await load(base, { requests: randomBoxes, connections: 1 }), null)
     record('bbox (random city boxes)', await load(base, { requests: randomBoxes }), null)
+
+    const memory = serverChild.pid ? memoryMb(serverChild.pid) : null
+    if (memory) {
+      results.server = memory
+      log(`  server memory after the box queries: RSS ${memory.rss_mb} MB, peak ${memory.peak_rss_mb} MB`)
+    }
 
     const token = await signIn(base).catch((err: Error) => { log(`  sign-in for the auth benchmarks failed: ${err.message}`); return null })
     if (token) {
@@ -236,6 +282,7 @@ function printTable() {
   console.log(['| endpoint | req/s | p50 ms | p99 ms | baseline req/s | ratio |', '|---|---|---|---|---|---|', ...rows].join('\n'))
   if (results.import) console.log(`\nimport: ${results.import.placemarks} placemarks in ${results.import.seconds} s = ${results.import.per_second}/s, peak RSS ${results.import.peak_rss_mb} MB`)
   if (results.activity_import) console.log(`activity: ${results.activity_import.events} events in ${results.activity_import.seconds} s = ${results.activity_import.per_second}/s`)
+  if (results.server) console.log(`server: RSS ${results.server.rss_mb} MB after the box queries, peak ${results.server.peak_rss_mb} MB`)
   console.log('\nwritten: bench/results.json')
 }
 
