@@ -44,6 +44,9 @@ function toSummary(row: SummaryRow): PlacemarkSummaryT {
   }
 }
 
+// One placemark's summary as JSON text, the form the box answers (from memory or the database) are made of.
+const summaryJson = (row: SummaryRow): string => JSON.stringify(toSummary(row))
+
 export async function listPlacemarks(db: Db, q: { limit: number; offset: number; folder?: string }): Promise<PlacemarkSummaryT[]> {
   // Array containment is GIN-indexed; it means "the folder name appears at some level of the path".
   const folder = q.folder === undefined ? sql`` : sql`WHERE p.folder_path @> ARRAY[${q.folder}]::text[]`
@@ -85,7 +88,7 @@ export async function placemarksInBox(db: Db, box: Box, limit: number): Promise<
       ORDER BY p.id`.execute(db)
     for (const row of rows) {
       if (intersectsBox(JSON.parse(row.geometry) as Geometry, box)) {
-        out.push(JSON.stringify(toSummary(row)))
+        out.push(summaryJson(row))
         if (out.length >= limit) return joinSummaries(out)
       }
     }
@@ -123,7 +126,7 @@ export async function loadBoxIndex(db: Db, opts: { maxBytes: number; pageSize?: 
       SELECT ${SUMMARY}, (p.bbox[1])[0] AS min_lon, (p.bbox[1])[1] AS min_lat, (p.bbox[0])[0] AS max_lon, (p.bbox[0])[1] AS max_lat
       FROM placemarks p WHERE p.id > ${after} ORDER BY p.id LIMIT ${pageSize}`.execute(db)
     for (const row of rows) {
-      builder.add({ id: row.id, minLon: row.min_lon, minLat: row.min_lat, maxLon: row.max_lon, maxLat: row.max_lat, geometry: row.geometry, json: JSON.stringify(toSummary(row)) })
+      builder.add({ id: row.id, minLon: row.min_lon, minLat: row.min_lat, maxLon: row.max_lon, maxLat: row.max_lat, geometry: row.geometry, json: summaryJson(row) })
     }
     if (builder.bytes > opts.maxBytes) return null
     if (rows.length < pageSize) return builder.finish()

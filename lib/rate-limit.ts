@@ -10,17 +10,11 @@ export function windowMs(value: string): number | null {
 /** A key's count in the current fixed window and the milliseconds until that window ends. */
 export interface Hit { count: number; ttlMs: number }
 
-export interface Counters {
-  /** Counts one request; a plain value when counted in the process, a promise when shared. */
-  hit(key: string, windowMs: number): Hit | Promise<Hit>
-  close(): void
-}
-
 /**
  * Fixed-window counters in this process. Expired windows are swept once per longest window seen, so
  * memory follows the clients of the last window.
  */
-export class LocalCounters implements Counters {
+export class LocalCounters {
   #windows = new Map<string, { count: number; resetAt: number }>()
   #sweep: NodeJS.Timeout | undefined
   #sweepMs = 0
@@ -67,7 +61,7 @@ end
 return {count, ttl}`
 
 /** Fixed-window counters in Redis, shared by every instance; one round trip per request. */
-export class RedisCounters implements Counters {
+export class RedisCounters {
   readonly #redis: Redis & { rateLimitHit?: (key: string, windowMs: number) => Promise<[number, number]> }
 
   constructor(redis: Redis, private readonly prefix: string) {
@@ -80,6 +74,4 @@ export class RedisCounters implements Counters {
     const [count, ttlMs] = await this.#redis.rateLimitHit!(this.prefix + key, windowMs)
     return { count, ttlMs }
   }
-
-  close(): void {}
 }

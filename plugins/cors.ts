@@ -12,11 +12,18 @@ const METHODS = 'GET, HEAD, POST, DELETE, OPTIONS'
 const EXPOSED = 'retry-after, x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset, etag'
 const PREFLIGHT_MAX_AGE = '600'
 
+/** A Vary value with `token` added to what is there. */
+export function varyWith(current: unknown, token: string): string {
+  return current ? `${String(current)}, ${token}` : token
+}
+
 /** Adds a token to the response's Vary header, keeping what is there. */
 export function addVary(reply: FastifyReply, token: string): void {
-  const current = reply.getHeader('vary')
-  reply.header('vary', current ? `${String(current)}, ${token}` : token)
+  reply.header('vary', varyWith(reply.getHeader('vary'), token))
 }
+
+// Content-Length 0: some browsers wait for a body on a 204 without it.
+const noContent = (reply: FastifyReply) => reply.code(204).header('content-length', '0').send()
 
 /**
  * CORS for browsers on the allowed origins, with credentials (the refresh cookie). Every answer
@@ -37,8 +44,7 @@ export default fp(async function corsPlugin(app: FastifyInstance) {
       reply.header('access-control-max-age', PREFLIGHT_MAX_AGE)
     }
     addVary(reply, 'Access-Control-Request-Headers')
-    // Content-Length 0: some browsers wait for a body on a 204 without it.
-    reply.code(204).header('content-length', '0').send()
+    noContent(reply)
   }
 
   app.addHook('onRequest', (request, reply, done) => {
@@ -58,6 +64,6 @@ export default fp(async function corsPlugin(app: FastifyInstance) {
 
   // Preflights reach any path; the hook above answers them before this handler would.
   app.options('*', { schema: { hide: true }, config: { rateLimit: false } }, async (_request, reply) => {
-    reply.code(204).header('content-length', '0').send()
+    noContent(reply)
   })
 }, { name: 'cors', dependencies: ['config'] })

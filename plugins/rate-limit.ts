@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
 import { HttpError } from '../lib/errors.ts'
 import { LocalCounters, RedisCounters, windowMs, type Hit } from '../lib/rate-limit.ts'
+import { addRouteHook } from '../lib/route-hooks.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -56,8 +57,14 @@ export default fp(async function rateLimitPlugin(app: FastifyInstance) {
       })
     }
   }
-  const global = limiter(config.RATE_LIMIT_MAX, 'global')
-  const auth = limiter(config.AUTH_RATE_LIMIT_MAX, 'auth')
+  // One hook per group and limit, shared by the routes that have them.
+  const hooks = new Map<string, onRequestHookHandler>()
+  const hookFor = (max: number, group: string) => {
+    const key = `${group}:${max}`
+    let hook = hooks.get(key)
+    if (!hook) hooks.set(key, hook = limiter(max, group))
+    return hook
+  }
 
   // Each limited route gets its limiter as a route-level hook, so unlimited routes run no code for it;
   // the hook goes first, before others added later (the response cache's lookup counts against it).
@@ -72,9 +79,6 @@ export default fp(async function rateLimitPlugin(app: FastifyInstance) {
       route.config.rateLimit = setting
     }
     if (setting === false) return
-    const hook = setting.group === 'auth' && setting.max === config.AUTH_RATE_LIMIT_MAX ? auth
-      : setting.group === 'global' && setting.max === config.RATE_LIMIT_MAX ? global : limiter(setting.max, setting.group)
-    const existing = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : []
-    route.onRequest = [hook, ...existing]
+    addRouteHook(route, 'onRequest', hookFor(setting.max, setting.group), 'first')
   })
 }, { name: 'rate-limit', dependencies: ['config', 'redis'] })

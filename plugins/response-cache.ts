@@ -4,7 +4,8 @@ import { gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { sql } from 'kysely'
 import { LruCache } from '../lib/lru.ts'
-import { addVary } from './cors.ts'
+import { addVary, varyWith } from './cors.ts'
+import { addRouteHook } from '../lib/route-hooks.ts'
 
 interface CachedResponse {
   body: Buffer
@@ -87,7 +88,7 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
     headers.etag = entry.etag
     headers['cache-control'] = CACHE_CONTROL
     // Added to what CORS set (Origin), not in its place.
-    headers.vary = headers.vary ? `${String(headers.vary)}, accept-encoding` : 'accept-encoding'
+    headers.vary = varyWith(headers.vary, 'accept-encoding')
     reply.hijack()
     const body = choose(request, entry)
     if (body === null) {
@@ -150,9 +151,7 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
   // rate limiter's so cached answers still count against the limit, and the store as their onSend hook.
   app.addHook('onRoute', (route) => {
     if (!route.config?.datasetCache) return
-    const onRequest = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : []
-    route.onRequest = [...onRequest, lookup]
-    const onSend = route.onSend ? (Array.isArray(route.onSend) ? route.onSend : [route.onSend]) : []
-    route.onSend = [...onSend, store]
+    addRouteHook(route, 'onRequest', lookup, 'last')
+    addRouteHook(route, 'onSend', store, 'last')
   })
 }, { name: 'response-cache', dependencies: ['config', 'db'] })

@@ -23,8 +23,7 @@ const spatial: FastifyPluginAsyncTypebox = async (app) => {
     if (min_lat > max_lat) throw new HttpError(400, 'querystring/min_lat must be <= max_lat')
     const box = { minLon: min_lon, minLat: min_lat, maxLon: max_lon, maxLat: max_lat }
     const summaries = app.boxIndex.search(box, limit) ?? await placemarksInBox(app.db, box, limit)
-    // Already serialized (by the same function on both paths); the response schema still documents it.
-    // (bytes, so the schema-typed send needs the cast)
+    // Bytes serialized by one function on both paths (the schema documents them; the typed send needs the cast).
     return reply.type('application/json; charset=utf-8').send(bboxBody(summaries, { min_lon, min_lat, max_lon, max_lat }) as never)
   })
 }
