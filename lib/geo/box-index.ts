@@ -69,7 +69,11 @@ export class BoxIndexBuilder {
       this.offsetOf = grown(this.offsetOf)
       this.lengthOf = grown(this.lengthOf)
     }
-    this.bounds.set([p.minLon, p.minLat, p.maxLon, p.maxLat], 4 * i)
+    const b = this.bounds
+    b[4 * i] = p.minLon
+    b[4 * i + 1] = p.minLat
+    b[4 * i + 2] = p.maxLon
+    b[4 * i + 3] = p.maxLat
     this.chunkOf[i] = this.chunks.length
     this.offsetOf[i] = this.pendingBytes
     this.lengthOf[i] = length
