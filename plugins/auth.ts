@@ -1,5 +1,4 @@
 import fp from 'fastify-plugin'
-import cookie from '@fastify/cookie'
 import { createHmac } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -31,6 +30,11 @@ declare module 'fastify' {
 export const REFRESH_COOKIE = 'refresh_token'
 export const STATE_COOKIE = 'oauth_state'
 
+/** The key signing the sign-in state cookie, derived from the refresh-token secret. */
+export function cookieSecret(tokens: TokenService): string {
+  return createHmac('sha256', tokens.settings.refreshSecret).update('cookie-signing').digest('base64url')
+}
+
 export default fp(async function auth(app: FastifyInstance) {
   const { config } = app
   let accessSecret = config.JWT_SECRET
@@ -45,7 +49,6 @@ export default fp(async function auth(app: FastifyInstance) {
     accessSecret, refreshSecret, issuer: config.JWT_ISSUER,
     accessExpiresIn: config.JWT_ACCESS_EXPIRES_IN, refreshExpiresIn: config.JWT_REFRESH_EXPIRES_IN
   })
-  await app.register(cookie, { secret: createHmac('sha256', refreshSecret).update('cookie-signing').digest('base64url') })
 
   const guardSettings = { maxFailures: config.SIGNIN_MAX_FAILURES, windowMs: 15 * 60_000, blockMs: config.SIGNIN_BLOCK_SECONDS * 1000, maxBlockMs: 24 * 3_600_000 }
   const memoryGuard = new MemorySigninGuard(guardSettings)

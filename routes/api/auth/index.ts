@@ -7,7 +7,8 @@ import { HttpError } from '../../../lib/errors.ts'
 import { signInWithCode, SigninRefused } from '../../../lib/auth/idp-client.ts'
 import { hashTokenId } from '../../../lib/auth/tokens.ts'
 import { createSession, isUuid, liveSessions, revokeSession, rotateRefreshToken, saveSignIn, sessionOwner, type UserRow, type UserWithGuilds } from '../../../db/auth.ts'
-import { REFRESH_COOKIE, STATE_COOKIE } from '../../../plugins/auth.ts'
+import cookie from '@fastify/cookie'
+import { REFRESH_COOKIE, STATE_COOKIE, cookieSecret } from '../../../plugins/auth.ts'
 
 const bearer = [{ bearerAuth: [] }]
 
@@ -45,110 +46,118 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     throw err
   }
 
-  app.get('/identity/login', {
-    schema: {
-      tags: ['Auth'],
-      summary: 'Start a browser sign-in',
-      description: 'Redirects to the identity provider\'s authorize URL with client_id, redirect_uri, response_type=code, scope `identify guilds` and a random state, kept in a signed httpOnly cookie and checked when the code comes back.',
-      response: { 302: Type.Null({ description: 'Redirect to the identity provider' }), ...errors(429) }
-    }
-  }, async (_request, reply) => {
-    const idp = app.idpSettings()
-    const state = randomUUID()
-    reply.setCookie(STATE_COOKIE, state, { httpOnly: true, secure: config.isProduction, sameSite: 'lax', path: '/', signed: true, maxAge: 600 })
-    const url = new URL(idp.authorizeUrl)
-    url.search = new URLSearchParams({ client_id: idp.clientId, redirect_uri: idp.redirectUri, response_type: 'code', scope: 'identify guilds', state }).toString()
-    return reply.redirect(url.toString(), 302)
-  })
+  // Cookies (the sign-in state, the refresh token) live only on these four routes: @fastify/cookie parses
+  // and writes them in hooks that run on every request of the scope that registers it, and the bearer
+  // routes below, /api/auth/me first, have no use for them.
+  const cookieRoutes: FastifyPluginAsyncTypebox = async (scoped) => {
+    await scoped.register(cookie, { secret: cookieSecret(tokens) })
 
-  app.get('/identity', {
-    schema: {
-      tags: ['Auth'],
-      summary: 'Sign in with an authorization code',
-      description: 'Exchanges the code with the identity provider, stores the user and the user\'s guild list, opens a session and answers the tokens. ' +
-        'The refresh token is also set as an httpOnly SameSite=Strict cookie scoped to /api/auth. ' +
-        `A refused code is 401, a provider that fails or cannot be reached is 502, a grant without the identify and guilds scopes is 403. After ${config.SIGNIN_MAX_FAILURES} failed sign-ins within 15 minutes the client IP is blocked (429 with retry-after), the block doubling with each further failure.`,
-      querystring: IdentityQuery,
-      response: { 200: SignInResponse, ...errors(400, 401, 403, 429, 502, 503) }
-    }
-  }, async (request, reply) => {
-    const wait = await signinGuard.blockedFor(request.ip)
-    if (wait) throw new HttpError(429, 'Rate limit exceeded', { 'retry-after': String(Math.ceil(wait / 1000)) })
-    const { code, state } = request.query
-    if (state !== undefined) {
-      const raw = request.cookies[STATE_COOKIE]
-      const cookie = raw ? request.unsignCookie(raw) : null
-      if (!cookie?.valid || cookie.value !== state) await refused(request, new HttpError(401, 'Invalid state'))
-    }
-    let identity
-    try {
-      identity = await signInWithCode(app.idpSettings(), code)
-    } catch (err) {
-      if (err instanceof SigninRefused) await refused(request, err)
-      throw err
-    }
-    const user = await saveSignIn(app.db, identity.user, identity.guilds)
-    await app.profiles.changed(user.id)
-    const refresh = tokens.signRefresh(user.id)
-    const sid = await createSession(app.db, {
-      userId: user.id, tokenHash: hashTokenId(refresh.tokenId), expiresAt: refresh.expiresAt,
-      userAgent: request.headers['user-agent']?.slice(0, 512) ?? null, ip: request.ip
+    scoped.get('/identity/login', {
+      schema: {
+        tags: ['Auth'],
+        summary: 'Start a browser sign-in',
+        description: 'Redirects to the identity provider\'s authorize URL with client_id, redirect_uri, response_type=code, scope `identify guilds` and a random state, kept in a signed httpOnly cookie and checked when the code comes back.',
+        response: { 302: Type.Null({ description: 'Redirect to the identity provider' }), ...errors(429) }
+      }
+    }, async (_request, reply) => {
+      const idp = app.idpSettings()
+      const state = randomUUID()
+      reply.setCookie(STATE_COOKIE, state, { httpOnly: true, secure: config.isProduction, sameSite: 'lax', path: '/', signed: true, maxAge: 600 })
+      const url = new URL(idp.authorizeUrl)
+      url.search = new URLSearchParams({ client_id: idp.clientId, redirect_uri: idp.redirectUri, response_type: 'code', scope: 'identify guilds', state }).toString()
+      return reply.redirect(url.toString(), 302)
     })
-    await signinGuard.recordSuccess(request.ip)
-    setRefreshCookie(reply, refresh.token)
-    if (state !== undefined) reply.clearCookie(STATE_COOKIE, { path: '/' })
-    return { accessToken: issueAccess(user, sid), refreshToken: refresh.token, user: userBody(user) }
-  })
 
-  app.post('/refresh', {
-    // The body is optional (the cookie may carry the token); an absent body validates as {}.
-    preValidation: async (request) => { request.body ??= {} },
-    schema: {
-      tags: ['Auth'],
-      summary: 'Rotate the refresh token',
-      description: 'Takes the refresh token from the body, or else from the refresh_token cookie, and answers a new access token and a new refresh token. ' +
-        'Each refresh token works once: presenting one that was already rotated revokes its whole session (it was copied). Expired, forged or revoked tokens answer 401 "Invalid refresh token".',
-      body: RefreshBody,
-      response: { 200: TokenPair, ...errors(400, 401, 429, 503) }
-    }
-  }, async (request, reply) => {
-    const token = request.body?.refreshToken ?? request.cookies[REFRESH_COOKIE]
-    const invalid = new HttpError(401, 'Invalid refresh token')
-    if (!token) throw invalid
-    const claims = tokens.verifyRefresh(token)
-    if (typeof claims === 'string') throw invalid
-    const next = tokens.signRefresh(claims.userId)
-    const result = await rotateRefreshToken(app.db, hashTokenId(claims.tokenId), { tokenHash: hashTokenId(next.tokenId), expiresAt: next.expiresAt })
-    if (result.kind === 'reused') {
-      await revokeSession(app.db, result.sessionId, 'refresh token reuse')
-      await revocations.announce(result.sessionId)
-      request.log.warn({ sessionId: result.sessionId }, 'refresh token reused: session revoked')
+    scoped.get('/identity', {
+      schema: {
+        tags: ['Auth'],
+        summary: 'Sign in with an authorization code',
+        description: 'Exchanges the code with the identity provider, stores the user and the user\'s guild list, opens a session and answers the tokens. ' +
+          'The refresh token is also set as an httpOnly SameSite=Strict cookie scoped to /api/auth. ' +
+          `A refused code is 401, a provider that fails or cannot be reached is 502, a grant without the identify and guilds scopes is 403. After ${config.SIGNIN_MAX_FAILURES} failed sign-ins within 15 minutes the client IP is blocked (429 with retry-after), the block doubling with each further failure.`,
+        querystring: IdentityQuery,
+        response: { 200: SignInResponse, ...errors(400, 401, 403, 429, 502, 503) }
+      }
+    }, async (request, reply) => {
+      const wait = await signinGuard.blockedFor(request.ip)
+      if (wait) throw new HttpError(429, 'Rate limit exceeded', { 'retry-after': String(Math.ceil(wait / 1000)) })
+      const { code, state } = request.query
+      if (state !== undefined) {
+        const raw = request.cookies[STATE_COOKIE]
+        const cookie = raw ? request.unsignCookie(raw) : null
+        if (!cookie?.valid || cookie.value !== state) await refused(request, new HttpError(401, 'Invalid state'))
+      }
+      let identity
+      try {
+        identity = await signInWithCode(app.idpSettings(), code)
+      } catch (err) {
+        if (err instanceof SigninRefused) await refused(request, err)
+        throw err
+      }
+      const user = await saveSignIn(app.db, identity.user, identity.guilds)
+      await app.profiles.changed(user.id)
+      const refresh = tokens.signRefresh(user.id)
+      const sid = await createSession(app.db, {
+        userId: user.id, tokenHash: hashTokenId(refresh.tokenId), expiresAt: refresh.expiresAt,
+        userAgent: request.headers['user-agent']?.slice(0, 512) ?? null, ip: request.ip
+      })
+      await signinGuard.recordSuccess(request.ip)
+      setRefreshCookie(reply, refresh.token)
+      if (state !== undefined) reply.clearCookie(STATE_COOKIE, { path: '/' })
+      return { accessToken: issueAccess(user, sid), refreshToken: refresh.token, user: userBody(user) }
+    })
+
+    scoped.post('/refresh', {
+      // The body is optional (the cookie may carry the token); an absent body validates as {}.
+      preValidation: async (request) => { request.body ??= {} },
+      schema: {
+        tags: ['Auth'],
+        summary: 'Rotate the refresh token',
+        description: 'Takes the refresh token from the body, or else from the refresh_token cookie, and answers a new access token and a new refresh token. ' +
+          'Each refresh token works once: presenting one that was already rotated revokes its whole session (it was copied). Expired, forged or revoked tokens answer 401 "Invalid refresh token".',
+        body: RefreshBody,
+        response: { 200: TokenPair, ...errors(400, 401, 429, 503) }
+      }
+    }, async (request, reply) => {
+      const token = request.body?.refreshToken ?? request.cookies[REFRESH_COOKIE]
+      const invalid = new HttpError(401, 'Invalid refresh token')
+      if (!token) throw invalid
+      const claims = tokens.verifyRefresh(token)
+      if (typeof claims === 'string') throw invalid
+      const next = tokens.signRefresh(claims.userId)
+      const result = await rotateRefreshToken(app.db, hashTokenId(claims.tokenId), { tokenHash: hashTokenId(next.tokenId), expiresAt: next.expiresAt })
+      if (result.kind === 'reused') {
+        await revokeSession(app.db, result.sessionId, 'refresh token reuse')
+        await revocations.announce(result.sessionId)
+        request.log.warn({ sessionId: result.sessionId }, 'refresh token reused: session revoked')
+        reply.clearCookie(REFRESH_COOKIE, cookieBase)
+        throw invalid
+      }
+      if (result.kind !== 'ok') throw invalid
+      setRefreshCookie(reply, next.token)
+      return { accessToken: issueAccess(result.user, result.sessionId), refreshToken: next.token }
+    })
+
+    scoped.post('/logout', {
+      schema: {
+        tags: ['Auth'],
+        summary: 'Log out',
+        description: 'Revokes the session of the access token (its access tokens stop working at once) and clears the refresh cookie. Idempotent: a token whose session is already revoked also answers 204.',
+        security: bearer,
+        response: { 204: Type.Null(), ...errors(401, 429, 503) }
+      }
+    }, async (request, reply) => {
+      const header = request.headers.authorization
+      if (!header || !/^Bearer\s+\S/i.test(header)) throw new HttpError(401, 'Missing authorization header')
+      const claims = tokens.verifyAccess(header.replace(/^Bearer\s+/i, '').trim())
+      if (claims === 'expired') throw new HttpError(401, 'Token expired')
+      if (claims === 'invalid') throw new HttpError(401, 'Invalid token')
+      if (await revokeSession(app.db, claims.sid, 'logout', claims.userId)) await revocations.announce(claims.sid)
       reply.clearCookie(REFRESH_COOKIE, cookieBase)
-      throw invalid
-    }
-    if (result.kind !== 'ok') throw invalid
-    setRefreshCookie(reply, next.token)
-    return { accessToken: issueAccess(result.user, result.sessionId), refreshToken: next.token }
-  })
-
-  app.post('/logout', {
-    schema: {
-      tags: ['Auth'],
-      summary: 'Log out',
-      description: 'Revokes the session of the access token (its access tokens stop working at once) and clears the refresh cookie. Idempotent: a token whose session is already revoked also answers 204.',
-      security: bearer,
-      response: { 204: Type.Null(), ...errors(401, 429, 503) }
-    }
-  }, async (request, reply) => {
-    const header = request.headers.authorization
-    if (!header || !/^Bearer\s+\S/i.test(header)) throw new HttpError(401, 'Missing authorization header')
-    const claims = tokens.verifyAccess(header.replace(/^Bearer\s+/i, '').trim())
-    if (claims === 'expired') throw new HttpError(401, 'Token expired')
-    if (claims === 'invalid') throw new HttpError(401, 'Invalid token')
-    if (await revokeSession(app.db, claims.sid, 'logout', claims.userId)) await revocations.announce(claims.sid)
-    reply.clearCookie(REFRESH_COOKIE, cookieBase)
-    return reply.code(204).send(null)
-  })
+      return reply.code(204).send(null)
+    })
+  }
+  await app.register(cookieRoutes)
 
   app.get('/me', {
     onRequest: app.authenticate,
