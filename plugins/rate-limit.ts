@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, onSendHookHandler } from 'fastify'
 import { HttpError } from '../lib/errors.ts'
 import { LocalCounters, RedisCounters, windowMs, type Hit } from '../lib/rate-limit.ts'
 import { addRouteHook } from '../lib/route-hooks.ts'
@@ -9,6 +9,34 @@ declare module 'fastify' {
     // false: not limited; otherwise the limit of a named group with its own budget.
     rateLimit?: false | { max: number; group: string }
   }
+  interface FastifyRequest {
+    // This request's standing against its limit, as header values; null where no limit applied.
+    rateLimit: RateLimitHeaders | null
+  }
+}
+
+export type RateLimitHeaders = {
+  'x-ratelimit-limit': string
+  'x-ratelimit-remaining': string
+  'x-ratelimit-reset': string
+}
+
+/**
+ * Adds the request's x-ratelimit-* headers to a headers object: for an answer written straight to the
+ * socket (a cached hit), which no onSend hook sees.
+ */
+export function writeRateLimitHeaders(request: FastifyRequest, headers: Record<string, unknown>): void {
+  const limit = request.rateLimit
+  if (limit === null) return
+  headers['x-ratelimit-limit'] = limit['x-ratelimit-limit']
+  headers['x-ratelimit-remaining'] = limit['x-ratelimit-remaining']
+  headers['x-ratelimit-reset'] = limit['x-ratelimit-reset']
+}
+
+// Every other answer gets them here (route-level onSend, so unlimited routes run no code for it).
+const sendRateLimitHeaders: onSendHookHandler = (request, reply, payload, done) => {
+  if (request.rateLimit !== null) reply.headers(request.rateLimit)
+  done(null, payload)
 }
 
 /**
@@ -32,11 +60,16 @@ export default fp(async function rateLimitPlugin(app: FastifyInstance) {
 
   const limiter = (max: number, group: string): onRequestHookHandler => {
     const limitHeader = String(max)
-    const apply = (reply: FastifyReply, hit: Hit, done: (err?: Error) => void) => {
+    // The headers are only recorded here and written on the way out (by sendRateLimitHeaders, or by the
+    // response cache for a hit): three reply.header() calls per request, and the larger header object they
+    // make for every later step, cost a cached answer about 2 µs, a tenth of it.
+    const apply = (request: FastifyRequest, reply: FastifyReply, hit: Hit, done: (err?: Error) => void) => {
       const reset = Math.max(0, Math.ceil(hit.ttlMs / 1000))
-      reply.header('x-ratelimit-limit', limitHeader)
-      reply.header('x-ratelimit-remaining', String(Math.max(0, max - hit.count)))
-      reply.header('x-ratelimit-reset', String(reset))
+      request.rateLimit = {
+        'x-ratelimit-limit': limitHeader,
+        'x-ratelimit-remaining': String(Math.max(0, max - hit.count)),
+        'x-ratelimit-reset': String(reset)
+      }
       if (hit.count > max) {
         reply.header('retry-after', String(reset))
         done(new HttpError(429, 'Rate limit exceeded'))
@@ -47,16 +80,18 @@ export default fp(async function rateLimitPlugin(app: FastifyInstance) {
     return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
       const key = `${group}:${request.ip}`
       if (!shared) {
-        apply(reply, local.hit(key, window), done)
+        apply(request, reply, local.hit(key, window), done)
         return
       }
-      shared.hit(key, window).then((hit) => apply(reply, hit, done), (err: unknown) => {
+      shared.hit(key, window).then((hit) => apply(request, reply, hit, done), (err: unknown) => {
         if (!warned) request.log.warn({ err }, 'rate limiting skipped: Redis does not answer')
         warned = true
         done()
       })
     }
   }
+  app.decorateRequest('rateLimit', null)
+
   // One hook per group and limit, shared by the routes that have them.
   const hooks = new Map<string, onRequestHookHandler>()
   const hookFor = (max: number, group: string) => {
@@ -80,5 +115,6 @@ export default fp(async function rateLimitPlugin(app: FastifyInstance) {
     }
     if (setting === false) return
     addRouteHook(route, 'onRequest', hookFor(setting.max, setting.group), 'first')
+    addRouteHook(route, 'onSend', sendRateLimitHeaders, 'first')
   })
 }, { name: 'rate-limit', dependencies: ['config', 'redis'] })

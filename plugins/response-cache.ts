@@ -6,6 +6,7 @@ import { sql } from 'kysely'
 import { LruCache } from '../lib/lru.ts'
 import { addVary, varyWith } from './cors.ts'
 import { addRouteHook } from '../lib/route-hooks.ts'
+import { writeRateLimitHeaders } from './rate-limit.ts'
 
 interface CachedResponse {
   body: Buffer
@@ -78,13 +79,14 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
   app.addHook('onClose', async () => clearInterval(timer))
 
   /**
-   * A hit is written straight to the socket: the headers the earlier onRequest hooks set (rate limit,
-   * CORS) plus the cached ones, then the stored bytes. Nothing runs between the lookup and the write;
+   * A hit is written straight to the socket: the headers the earlier onRequest hooks set (CORS) or
+   * recorded (the rate limit's) plus the cached ones, then the stored bytes. Nothing runs between the lookup and the write;
    * Fastify's onResponse hooks and request log still see the reply finish.
    */
   const send = (request: FastifyRequest, reply: FastifyReply, entry: CachedResponse) => {
     // getHeaders() is a fresh object: add to it in place (a spread copy here measured ~30 µs per hit).
     const headers = reply.getHeaders() as Record<string, string | number | string[]>
+    writeRateLimitHeaders(request, headers)
     headers.etag = entry.etag
     headers['cache-control'] = CACHE_CONTROL
     // Added to what CORS set (Origin), not in its place.

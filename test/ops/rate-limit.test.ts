@@ -23,6 +23,26 @@ t.test('global limit per IP with the contract body and headers', async (t) => {
   t.equal(other.statusCode, 200, 'another client has its own budget')
 })
 
+t.test('every answer of a limited route carries the headers: miss, hit, 304, error, 429', async (t) => {
+  const handle = await openTestDatabase(t, 'pglite')
+  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 6, RATE_LIMIT_WINDOW: '1 minute' })
+  const miss = await app.inject('/api/v1/stats')
+  const hit = await app.inject('/api/v1/stats')
+  const notModified = await app.inject({ url: '/api/v1/stats', headers: { 'if-none-match': String(hit.headers.etag) } })
+  const gzipHit = await app.inject({ url: '/api/v1/placemarks?limit=50', headers: { 'accept-encoding': 'gzip' } })
+  const missing = await app.inject('/api/v1/placemarks/999999')
+  const invalid = await app.inject('/api/v1/placemarks?limit=0')
+  const limited = await app.inject('/api/v1/stats')
+  t.same([miss, hit, notModified, gzipHit, missing, invalid, limited].map((r) => r.statusCode), [200, 200, 304, 200, 404, 400, 429])
+  t.same([miss, hit, notModified, gzipHit, missing, invalid, limited].map((r) => r.headers['x-ratelimit-remaining']), ['5', '4', '3', '2', '1', '0', '0'])
+  for (const res of [miss, hit, notModified, gzipHit, missing, invalid, limited]) {
+    t.equal(res.headers['x-ratelimit-limit'], '6')
+    t.ok(Number(res.headers['x-ratelimit-reset']) > 0)
+  }
+  t.equal(hit.headers.etag, miss.headers.etag, 'the second answer is the cached one')
+  t.equal(limited.headers['retry-after'], limited.headers['x-ratelimit-reset'])
+})
+
 t.test('TRUST_PROXY decides which address is the client', async (t) => {
   const handle = await openTestDatabase(t, 'pglite')
   const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 1, TRUST_PROXY: 'true' })
