@@ -55,28 +55,34 @@ async function startProcess(args: string[], env: Record<string, string>, ready: 
 
 async function load(url: string, opts: { requests?: autocannon.Request[]; headers?: Record<string, string>; connections?: number; duration?: number } = {}) {
   const r = await autocannon({ url, connections: opts.connections ?? CONNECTIONS, duration: opts.duration ?? DURATION, headers: opts.headers, requests: opts.requests })
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts }
+  // Requests over the run's actual length: autocannon's average is over whole-second samples.
+  return { rps: r.requests.total / r.duration, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts }
 }
 
 // The bare server's path for an endpoint's bytes: plain characters only, so that the router matches it as is.
 const barePath = (name: string) => `/b/${name.replace(/[^a-z0-9]+/gi, '-')}`
 
+// Rounds of the alternation below: short turns, so that a slow spell of the machine (seconds long on this
+// shared one) falls on both sides; two 5-second halves each moved single ratios by ±0.1. A turn lasts at
+// least a second (autocannon counts whole seconds).
+const ROUNDS = quick ? 3 : 5
+
 /**
- * Measures a route and its baseline in alternating halves (baseline, route, baseline, route), so that
- * a slow spell of the shared machine weighs on both sides of the ratio alike.
+ * Measures a route and its baseline in alternating turns (baseline, route, baseline, route…), DURATION
+ * seconds each in all, so that a slow spell of the shared machine weighs on both sides of the ratio alike.
  */
 async function paired(url: string, baselineUrl: string, opts: { headers?: Record<string, string> } = {}) {
   // Warm up both sides first: the first seconds of a fresh process run unoptimized code.
   await load(baselineUrl, { duration: WARMUP })
   await load(url, { ...opts, duration: WARMUP })
-  const halves: Awaited<ReturnType<typeof load>>[][] = [[], []]
-  for (let i = 0; i < 2; i++) {
-    halves[1].push(await load(baselineUrl, { duration: DURATION / 2 }))
-    halves[0].push(await load(url, { ...opts, duration: DURATION / 2 }))
+  const turns: Awaited<ReturnType<typeof load>>[][] = [[], []]
+  for (let i = 0; i < ROUNDS; i++) {
+    turns[1].push(await load(baselineUrl, { duration: DURATION / ROUNDS }))
+    turns[0].push(await load(url, { ...opts, duration: DURATION / ROUNDS }))
   }
-  const baselineErrors = halves[1].reduce((sum, r) => sum + r.non2xx, 0)
+  const baselineErrors = turns[1].reduce((sum, r) => sum + r.non2xx, 0)
   if (baselineErrors) throw new Error(`the baseline ${baselineUrl} gave ${baselineErrors} non-2xx answers: its figure would mean nothing`)
-  return halves.map((runs) => ({
+  return turns.map((runs) => ({
     rps: runs.reduce((sum, r) => sum + r.rps, 0) / runs.length,
     p50: Math.max(...runs.map((r) => r.p50)),
     p99: Math.max(...runs.map((r) => r.p99)),
