@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError } from '../lib/errors.ts'
-import { TokenService, randomSecret } from '../lib/auth/tokens.ts'
+import { TokenService, randomSecret, type AccessClaims } from '../lib/auth/tokens.ts'
 import { MemorySigninGuard, RedisSigninGuard, type SigninGuard } from '../lib/auth/signin-guard.ts'
 import { RevocationList } from '../lib/auth/revocations.ts'
 import { ProfileCache } from '../lib/auth/profile-cache.ts'
@@ -33,6 +33,18 @@ export const STATE_COOKIE = 'oauth_state'
 /** The key signing the sign-in state cookie, derived from the refresh-token secret. */
 export function cookieSecret(tokens: TokenService): string {
   return createHmac('sha256', tokens.settings.refreshSecret).update('cookie-signing').digest('base64url')
+}
+
+/**
+ * The verified claims of a request's bearer token, or a 401 for a missing, expired or invalid one. It does
+ * not consult revocations: the bearer check adds that, and logout accepts a revoked session's token.
+ */
+export function bearerClaims(tokens: TokenService, header: string | undefined): AccessClaims {
+  if (!header || !/^Bearer\s+\S/i.test(header)) throw new HttpError(401, 'Missing authorization header')
+  const claims = tokens.verifyAccess(header.replace(/^Bearer\s+/i, '').trim())
+  if (claims === 'expired') throw new HttpError(401, 'Token expired')
+  if (claims === 'invalid') throw new HttpError(401, 'Invalid token')
+  return claims
 }
 
 export default fp(async function auth(app: FastifyInstance) {
@@ -94,11 +106,8 @@ export default fp(async function auth(app: FastifyInstance) {
   app.decorate('devIdpClientSecret', devIdpClientSecret)
   app.decorateRequest('auth', null)
   const bearerCheck = (request: FastifyRequest): AuthContext => {
-    const header = request.headers.authorization
-    if (!header || !/^Bearer\s+\S/i.test(header)) throw new HttpError(401, 'Missing authorization header')
-    const claims = tokens.verifyAccess(header.replace(/^Bearer\s+/i, '').trim())
-    if (claims === 'expired') throw new HttpError(401, 'Token expired')
-    if (claims === 'invalid' || revocations.has(claims.sid)) throw new HttpError(401, 'Invalid token')
+    const claims = bearerClaims(tokens, request.headers.authorization)
+    if (revocations.has(claims.sid)) throw new HttpError(401, 'Invalid token')
     return { userId: claims.userId, providerId: claims.providerId, username: claims.username, role: claims.role, sessionId: claims.sid }
   }
   app.decorate('authenticate', function authenticate(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) {

@@ -26,11 +26,7 @@ export type RateLimitHeaders = {
  * socket (a cached hit), which no onSend hook sees.
  */
 export function writeRateLimitHeaders(request: FastifyRequest, headers: Record<string, unknown>): void {
-  const limit = request.rateLimit
-  if (limit === null) return
-  headers['x-ratelimit-limit'] = limit['x-ratelimit-limit']
-  headers['x-ratelimit-remaining'] = limit['x-ratelimit-remaining']
-  headers['x-ratelimit-reset'] = limit['x-ratelimit-reset']
+  if (request.rateLimit !== null) Object.assign(headers, request.rateLimit)
 }
 
 // Every other answer gets them here (route-level onSend, so unlimited routes run no code for it).

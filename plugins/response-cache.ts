@@ -80,8 +80,8 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
 
   /**
    * A hit is written straight to the socket: the headers the earlier onRequest hooks set (CORS) or
-   * recorded (the rate limit's) plus the cached ones, then the stored bytes. Nothing runs between the lookup and the write;
-   * Fastify's onResponse hooks and request log still see the reply finish.
+   * recorded (the rate limit's) plus the cached ones, then the stored bytes. Nothing runs between the
+   * lookup and the write; Fastify's onResponse hooks and request log still see the reply finish.
    */
   const send = (request: FastifyRequest, reply: FastifyReply, entry: CachedResponse) => {
     // getHeaders() is a fresh object: add to it in place (a spread copy here measured ~30 µs per hit).

@@ -8,7 +8,7 @@ import { signInWithCode, SigninRefused } from '../../../lib/auth/idp-client.ts'
 import { hashTokenId } from '../../../lib/auth/tokens.ts'
 import { createSession, isUuid, liveSessions, revokeSession, rotateRefreshToken, saveSignIn, sessionOwner, type UserRow, type UserWithGuilds } from '../../../db/auth.ts'
 import cookie from '@fastify/cookie'
-import { REFRESH_COOKIE, STATE_COOKIE, cookieSecret } from '../../../plugins/auth.ts'
+import { REFRESH_COOKIE, STATE_COOKIE, bearerClaims, cookieSecret } from '../../../plugins/auth.ts'
 
 const bearer = [{ bearerAuth: [] }]
 
@@ -147,11 +147,7 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 204: Type.Null(), ...errors(401, 429, 503) }
       }
     }, async (request, reply) => {
-      const header = request.headers.authorization
-      if (!header || !/^Bearer\s+\S/i.test(header)) throw new HttpError(401, 'Missing authorization header')
-      const claims = tokens.verifyAccess(header.replace(/^Bearer\s+/i, '').trim())
-      if (claims === 'expired') throw new HttpError(401, 'Token expired')
-      if (claims === 'invalid') throw new HttpError(401, 'Invalid token')
+      const claims = bearerClaims(tokens, request.headers.authorization)
       if (await revokeSession(app.db, claims.sid, 'logout', claims.userId)) await revocations.announce(claims.sid)
       reply.clearCookie(REFRESH_COOKIE, cookieBase)
       return reply.code(204).send(null)
