@@ -21,11 +21,26 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     datasetCacheVersion: number
+    // The miss this request is computing for others to share, if it is the first one for its URL.
+    datasetCacheFlight: Flight | null
   }
   interface FastifyContextConfig {
     // Routes whose answers depend only on the imported dataset and the URL.
     datasetCache?: boolean
   }
+}
+
+/**
+ * A miss being computed: later requests for the same URL and dataset version wait for it instead of
+ * running the same queries again (after an import, a burst on an expensive URL such as the stats of a
+ * million placemarks would otherwise run one copy per request and time out together).
+ */
+interface Flight {
+  url: string
+  version: number
+  waiters: (() => void)[]
+  timer: NodeJS.Timeout
+  landed: boolean
 }
 
 const GZIP_MIN_BYTES = 1024
@@ -76,7 +91,10 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
     refresh().catch((err: unknown) => app.log.debug({ err }, 'dataset version poll failed'))
   }, pollMs)
   timer.unref()
-  app.addHook('onClose', async () => clearInterval(timer))
+  app.addHook('onClose', async () => {
+    clearInterval(timer)
+    for (const flight of flights.values()) clearTimeout(flight.timer)
+  })
 
   /**
    * A hit is written straight to the socket: the headers the earlier onRequest hooks set (CORS) or
@@ -103,17 +121,48 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
     reply.raw.writeHead(200, headers).end(body)
   }
 
+  const flights = new Map<string, Flight>()
+  // The first request's answer is in the cache now, or it was not kept (an error, a 404, an import
+  // meanwhile): the waiters are served from the cache, or else each runs the route itself.
+  const land = (flight: Flight) => {
+    if (flight.landed) return
+    flight.landed = true
+    clearTimeout(flight.timer)
+    // A newer version's flight for the URL may have taken the slot.
+    if (flights.get(flight.url) === flight) flights.delete(flight.url)
+    for (const resume of flight.waiters) resume()
+  }
+  // A first request that never reaches onSend (its client left and its handler gave up) must not hold
+  // the others: past the longest a query can take, they go on by themselves.
+  const flightMaxMs = (app.config.DB_STATEMENT_TIMEOUT_MS || 30_000) + app.config.DB_CONNECTION_TIMEOUT_MS + 1000
+
   app.decorateRequest('datasetCacheVersion', -1)
+  app.decorateRequest('datasetCacheFlight', null)
   // Callback style: a hit is written at once, and a miss goes on without a promise in between.
   const lookup = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    if (request.method === 'GET') {
-      request.datasetCacheVersion = version
-      const entry = cache.get(request.url)
-      if (entry && entry.version === version) {
-        send(request, reply, entry)
-        return
-      }
+    if (request.method !== 'GET') {
+      done()
+      return
     }
+    request.datasetCacheVersion = version
+    const url = request.url
+    const entry = cache.get(url)
+    if (entry && entry.version === version) {
+      send(request, reply, entry)
+      return
+    }
+    const flight = flights.get(url)
+    if (flight && flight.version === version) {
+      flight.waiters.push(() => {
+        const landed = cache.get(url)
+        if (landed && landed.version === request.datasetCacheVersion) send(request, reply, landed)
+        else done()
+      })
+      return
+    }
+    const started: Flight = { url, version, waiters: [], timer: setTimeout(() => land(started), flightMaxMs).unref(), landed: false }
+    flights.set(url, started)
+    request.datasetCacheFlight = started
     done()
   }
 
@@ -146,11 +195,18 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
     return payload
   }
   const store = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
+    const flight = request.datasetCacheFlight
     done(null, keep(request, reply, payload))
+    // After this answer is on its way: the others then take the kept one from the cache.
+    if (flight !== null) {
+      request.datasetCacheFlight = null
+      land(flight)
+    }
   }
 
   // Both run only on the dataset routes: the lookup as a route-level onRequest hook, appended after the
-  // rate limiter's so cached answers still count against the limit, and the store as their onSend hook.
+  // rate limiter's so cached answers (and waits for a shared miss) still count against the limit, and the
+  // store as their onSend hook.
   app.addHook('onRoute', (route) => {
     if (!route.config?.datasetCache) return
     addRouteHook(route, 'onRequest', lookup, 'last')
