@@ -2,10 +2,12 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import autoload from '@fastify/autoload'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { fileURLToPath } from 'node:url'
+import type { IncomingMessage } from 'node:http'
 import { dirname, join } from 'node:path'
 import type { Config } from './lib/config.ts'
 import type { DatabaseHandle } from './db/index.ts'
 import { loggerOptions, requestChildLogger } from './lib/logger.ts'
+import { FrontDoor, clientAddressOf, requestIds } from './lib/front-door.ts'
 import configPlugin from './plugins/config.ts'
 import errorsPlugin from './plugins/errors.ts'
 import corsPlugin from './plugins/cors.ts'
@@ -41,17 +43,36 @@ export function trustProxySetting(value: string | undefined): FastifyServerOptio
   return value.split(',').map((s) => s.trim())
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    // The server's request handler in front of the router (see lib/front-door.ts).
+    frontDoor: FrontDoor
+    // A raw request's client address, as request.ip gives it under the trustProxy setting.
+    clientAddress(req: IncomingMessage): string | undefined
+    // The next request id, for requests answered before Fastify sees them.
+    nextRequestId(): string
+  }
+}
+
 export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
   const { config } = options
+  const trustProxy = trustProxySetting(config.TRUST_PROXY)
+  const frontDoor = new FrontDoor()
+  const nextRequestId = requestIds()
   const app = Fastify({
     logger: options.logger ?? loggerOptions(config.LOG_LEVEL),
     childLoggerFactory: requestChildLogger,
-    trustProxy: trustProxySetting(config.TRUST_PROXY),
+    genReqId: nextRequestId,
+    serverFactory: frontDoor.serverFactory,
+    trustProxy,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: true, useDefaults: true, allErrors: false } },
     return503OnClosing: true,
     forceCloseConnections: 'idle'
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  app.decorate('frontDoor', frontDoor)
+  app.decorate('clientAddress', clientAddressOf(trustProxy))
+  app.decorate('nextRequestId', nextRequestId)
   if (options.onRoute) app.addHook('onRoute', options.onRoute)
   await app.register(configPlugin, { config })
   await app.register(errorsPlugin)

@@ -22,6 +22,14 @@ export function addVary(reply: FastifyReply, token: string): void {
   reply.header('vary', varyWith(reply.getHeader('vary'), token))
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    // The CORS headers of an answer to a request from this Origin (or none): Vary, and for an allowed
+    // origin the Access-Control-* ones. The front door writes them for the answers it gives.
+    corsHeaders(origin: string | undefined): Readonly<Record<string, string>>
+  }
+}
+
 // Content-Length 0: some browsers wait for a body on a 204 without it.
 const noContent = (reply: FastifyReply) => reply.code(204).header('content-length', '0').send()
 
@@ -47,14 +55,17 @@ export default fp(async function corsPlugin(app: FastifyInstance) {
     noContent(reply)
   }
 
+  const plain = Object.freeze({ vary: 'Origin' })
+  const corsHeaders = (origin: string | undefined): Readonly<Record<string, string>> => origin !== undefined && allowed(origin)
+    ? { vary: 'Origin', 'access-control-allow-origin': origin, 'access-control-allow-credentials': 'true', 'access-control-expose-headers': EXPOSED }
+    : plain
+  app.decorate('corsHeaders', corsHeaders)
+
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('vary', 'Origin')
     const origin = request.headers.origin
-    if (origin !== undefined && allowed(origin)) {
-      reply.header('access-control-allow-origin', origin)
-      reply.header('access-control-allow-credentials', 'true')
-      reply.header('access-control-expose-headers', EXPOSED)
-    }
+    const headers = corsHeaders(origin)
+    if (headers === plain) reply.header('vary', 'Origin')
+    else reply.headers(headers)
     if (request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined) {
       preflight(request, reply, origin)
       return

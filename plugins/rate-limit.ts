@@ -1,19 +1,34 @@
 import fp from 'fastify-plugin'
+import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, onSendHookHandler } from 'fastify'
 import { HttpError } from '../lib/errors.ts'
 import { LocalCounters, RedisCounters, windowMs, type Hit } from '../lib/rate-limit.ts'
 import { addRouteHook } from '../lib/route-hooks.ts'
 
+export type RateLimitSetting = false | { max: number; group: string }
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     // false: not limited; otherwise the limit of a named group with its own budget.
-    rateLimit?: false | { max: number; group: string }
+    rateLimit?: RateLimitSetting
   }
   interface FastifyRequest {
     // This request's standing against its limit, as header values; null where no limit applied.
     rateLimit: RateLimitHeaders | null
   }
+  interface FastifyInstance {
+    /**
+     * Counts a raw request against a limit before Fastify sees it (the front door): the headers to send,
+     * or null when the count could not be made (Redis away), and whether the limit is exceeded. An
+     * exceeded request goes on to Fastify, whose limiter then answers 429 without counting it again.
+     */
+    countRequest(setting: { max: number; group: string }, req: IncomingMessage, counted: (headers: RateLimitHeaders | null, exceeded: boolean) => void): void
+  }
 }
+
+// A count already made for a raw request by the front door.
+const kCounted = Symbol('rate-limit count')
+type CountedRequest = IncomingMessage & { [kCounted]?: Hit | null }
 
 export type RateLimitHeaders = {
   'x-ratelimit-limit': string
@@ -54,39 +69,55 @@ export default fp(async function rateLimitPlugin(app: FastifyInstance) {
   app.addHook('onClose', async () => local.close())
   let warned = false
 
+  // A hit of a client's key, or null when it could not be counted: a Redis outage skips the limit.
+  const count = (key: string, counted: (hit: Hit | null) => void) => {
+    if (!shared) {
+      counted(local.hit(key, window))
+      return
+    }
+    shared.hit(key, window).then(counted, (err: unknown) => {
+      if (!warned) app.log.warn({ err }, 'rate limiting skipped: Redis does not answer')
+      warned = true
+      counted(null)
+    })
+  }
+  const headersOf = (max: number, hit: Hit): RateLimitHeaders => ({
+    'x-ratelimit-limit': String(max),
+    'x-ratelimit-remaining': String(Math.max(0, max - hit.count)),
+    'x-ratelimit-reset': String(Math.max(0, Math.ceil(hit.ttlMs / 1000)))
+  })
+
   const limiter = (max: number, group: string): onRequestHookHandler => {
-    const limitHeader = String(max)
     // The headers are only recorded here and written on the way out (by sendRateLimitHeaders, or by the
     // response cache for a hit): three reply.header() calls per request, and the larger header object they
     // make for every later step, cost a cached answer about 2 µs, a tenth of it.
-    const apply = (request: FastifyRequest, reply: FastifyReply, hit: Hit, done: (err?: Error) => void) => {
-      const reset = Math.max(0, Math.ceil(hit.ttlMs / 1000))
-      request.rateLimit = {
-        'x-ratelimit-limit': limitHeader,
-        'x-ratelimit-remaining': String(Math.max(0, max - hit.count)),
-        'x-ratelimit-reset': String(reset)
+    const apply = (request: FastifyRequest, reply: FastifyReply, hit: Hit | null, done: (err?: Error) => void) => {
+      if (hit === null) {
+        done()
+        return
       }
+      request.rateLimit = headersOf(max, hit)
       if (hit.count > max) {
-        reply.header('retry-after', String(reset))
+        reply.header('retry-after', request.rateLimit['x-ratelimit-reset'])
         done(new HttpError(429, 'Rate limit exceeded'))
         return
       }
       done()
     }
     return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-      const key = `${group}:${request.ip}`
-      if (!shared) {
-        apply(request, reply, local.hit(key, window), done)
-        return
-      }
-      shared.hit(key, window).then((hit) => apply(request, reply, hit, done), (err: unknown) => {
-        if (!warned) request.log.warn({ err }, 'rate limiting skipped: Redis does not answer')
-        warned = true
-        done()
-      })
+      const raw = request.raw as CountedRequest
+      if (raw[kCounted] !== undefined) apply(request, reply, raw[kCounted], done)
+      else count(`${group}:${request.ip}`, (hit) => apply(request, reply, hit, done))
     }
   }
   app.decorateRequest('rateLimit', null)
+  app.decorate('countRequest', (setting: { max: number; group: string }, req: IncomingMessage, counted: (headers: RateLimitHeaders | null, exceeded: boolean) => void) => {
+    count(`${setting.group}:${app.clientAddress(req)}`, (hit) => {
+      ;(req as CountedRequest)[kCounted] = hit
+      if (hit === null) counted(null, false)
+      else counted(headersOf(setting.max, hit), hit.count > setting.max)
+    })
+  })
 
   // One hook per group and limit, shared by the routes that have them.
   const hooks = new Map<string, onRequestHookHandler>()

@@ -18,7 +18,7 @@ export const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postg
 export type DbKind = 'postgres' | 'pglite'
 export const dbKinds: DbKind[] = ['postgres', 'pglite']
 
-interface Teardown { teardown(fn: () => unknown): void }
+export interface Teardown { teardown(fn: () => unknown): void }
 
 export async function createPostgresDatabase(t: Teardown): Promise<string> {
   const name = `test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`
