@@ -27,8 +27,16 @@ export class FrontDoor {
   readonly serverFactory = (fastify: NextHandler, opts: FastifyServerOptions): Server => {
     const server = createServer((opts as { http?: ServerOptions }).http ?? {}, (req, res) => {
       const handler = this.#handler
-      if (handler === null) fastify(req, res)
-      else handler(req, res, fastify)
+      if (handler === null) {
+        fastify(req, res)
+        return
+      }
+      try {
+        handler(req, res, fastify)
+      } catch {
+        // A fault in front of the router must not take the process down: Fastify answers instead.
+        if (!res.headersSent) fastify(req, res)
+      }
     })
     if (opts.keepAliveTimeout !== undefined) server.keepAliveTimeout = opts.keepAliveTimeout
     if (opts.requestTimeout !== undefined) server.requestTimeout = opts.requestTimeout
