@@ -47,7 +47,6 @@ interface Flight {
   version: number
   waiters: (() => void)[]
   timer: NodeJS.Timeout
-  landed: boolean
 }
 
 const GZIP_MIN_BYTES = 1024
@@ -118,10 +117,7 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
     refresh().catch((err: unknown) => app.log.debug({ err }, 'dataset version poll failed'))
   }, pollMs)
   timer.unref()
-  app.addHook('onClose', async () => {
-    clearInterval(timer)
-    for (const flight of flights.values()) clearTimeout(flight.timer)
-  })
+  app.addHook('onClose', async () => clearInterval(timer))
 
   /**
    * A hit found inside Fastify (app.inject, or a request the front door passed on) is written straight
@@ -181,14 +177,18 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
   const flights = new Map<string, Flight>()
   // The first request's answer is in the cache now, or it was not kept (an error, a 404, an import
   // meanwhile): the waiters are served from the cache, or else each runs the route itself.
+  // Lands once: the first request's onSend or the timer, whichever comes first, takes the waiters.
   const land = (flight: Flight) => {
-    if (flight.landed) return
-    flight.landed = true
     clearTimeout(flight.timer)
     // A newer version's flight for the URL may have taken the slot.
     if (flights.get(flight.url) === flight) flights.delete(flight.url)
-    for (const resume of flight.waiters) resume()
+    const waiters = flight.waiters
+    flight.waiters = []
+    for (const resume of waiters) resume()
   }
+  app.addHook('onClose', async () => {
+    for (const flight of flights.values()) clearTimeout(flight.timer)
+  })
   // A first request that never reaches onSend (its client left and its handler gave up) must not hold
   // the others: past the longest a query can take, they go on by themselves.
   const flightMaxMs = (app.config.DB_STATEMENT_TIMEOUT_MS || 30_000) + app.config.DB_CONNECTION_TIMEOUT_MS + 1000
@@ -217,7 +217,7 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
       })
       return
     }
-    const started: Flight = { url, version, waiters: [], timer: setTimeout(() => land(started), flightMaxMs).unref(), landed: false }
+    const started: Flight = { url, version, waiters: [], timer: setTimeout(() => land(started), flightMaxMs).unref() }
     flights.set(url, started)
     request.datasetCacheFlight = started
     done()
