@@ -32,13 +32,35 @@ export function boundsOf(g: Geometry): Box {
   return { minLon, minLat, maxLon, maxLat }
 }
 
-function pointInBox(p: Position, b: Box): boolean {
-  return p[0] >= b.minLon && p[0] <= b.maxLon && p[1] >= b.minLat && p[1] <= b.maxLat
+/**
+ * A geometry packed into numbers, the form the exact test reads (the box index keeps a million of them
+ * in one Float64Array, outside the garbage collector's way): its kind, its number of paths, then per
+ * path the number of positions followed by their lon, lat pairs. A point is one path of one position,
+ * a line string one path, a polygon its rings.
+ */
+export const POINT = 0
+export const LINE_STRING = 1
+export const POLYGON = 2
+
+export function packGeometry(g: Geometry): number[] {
+  const paths = g.type === 'Point' ? [[g.coordinates]] : g.type === 'LineString' ? [g.coordinates] : g.coordinates
+  const out = [g.type === 'Point' ? POINT : g.type === 'LineString' ? LINE_STRING : POLYGON, paths.length]
+  for (const path of paths) {
+    out.push(path.length)
+    for (const [lon, lat] of path) out.push(lon, lat)
+  }
+  return out
+}
+
+type Packed = ArrayLike<number>
+
+function pointInBox(x: number, y: number, b: Box): boolean {
+  return x >= b.minLon && x <= b.maxLon && y >= b.minLat && y <= b.maxLat
 }
 
 // Sign of the cross product (b - a) × (c - a): which side of line ab the point c is on.
-function side(a: Position, b: Position, cx: number, cy: number): number {
-  const v = (b[0] - a[0]) * (cy - a[1]) - (b[1] - a[1]) * (cx - a[0])
+function side(ax: number, ay: number, bx: number, by: number, cx: number, cy: number): number {
+  const v = (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
   return v > 0 ? 1 : v < 0 ? -1 : 0
 }
 
@@ -46,61 +68,68 @@ function side(a: Position, b: Position, cx: number, cy: number): number {
  * Closed segment against closed rectangle by separating axes: the x and y extents must overlap and
  * the segment's line must not leave all four corners strictly on one side.
  */
-function segmentIntersectsBox(a: Position, b: Position, box: Box): boolean {
-  if (Math.max(a[0], b[0]) < box.minLon || Math.min(a[0], b[0]) > box.maxLon) return false
-  if (Math.max(a[1], b[1]) < box.minLat || Math.min(a[1], b[1]) > box.maxLat) return false
-  const s1 = side(a, b, box.minLon, box.minLat)
-  const s2 = side(a, b, box.maxLon, box.minLat)
-  const s3 = side(a, b, box.maxLon, box.maxLat)
-  const s4 = side(a, b, box.minLon, box.maxLat)
+function segmentIntersectsBox(ax: number, ay: number, bx: number, by: number, box: Box): boolean {
+  if (Math.max(ax, bx) < box.minLon || Math.min(ax, bx) > box.maxLon) return false
+  if (Math.max(ay, by) < box.minLat || Math.min(ay, by) > box.maxLat) return false
+  const s1 = side(ax, ay, bx, by, box.minLon, box.minLat)
+  const s2 = side(ax, ay, bx, by, box.maxLon, box.minLat)
+  const s3 = side(ax, ay, bx, by, box.maxLon, box.maxLat)
+  const s4 = side(ax, ay, bx, by, box.minLon, box.maxLat)
   return !((s1 > 0 && s2 > 0 && s3 > 0 && s4 > 0) || (s1 < 0 && s2 < 0 && s3 < 0 && s4 < 0))
 }
 
-// A ring is tested with its closing segment whether or not the last position repeats the first.
-function pathIntersectsBox(points: Position[], box: Box, closed: boolean): boolean {
-  if (points.length === 0) return false
-  if (points.length === 1) return pointInBox(points[0], box)
-  for (let i = 1; i < points.length; i++) {
-    if (segmentIntersectsBox(points[i - 1], points[i], box)) return true
+// The path of n positions whose first lon is at c[at]. A ring is tested with its closing segment
+// whether or not the last position repeats the first.
+function pathIntersectsBox(c: Packed, at: number, n: number, box: Box, closed: boolean): boolean {
+  if (n === 0) return false
+  if (n === 1) return pointInBox(c[at], c[at + 1], box)
+  const end = at + 2 * n
+  for (let i = at + 2; i < end; i += 2) {
+    if (segmentIntersectsBox(c[i - 2], c[i - 1], c[i], c[i + 1], box)) return true
   }
-  return closed && segmentIntersectsBox(points[points.length - 1], points[0], box)
+  return closed && segmentIntersectsBox(c[end - 2], c[end - 1], c[at], c[at + 1], box)
 }
 
 /** Even-odd ray casting; only called for points known not to lie on the ring. */
-function pointInRing(x: number, y: number, ring: Position[]): boolean {
+function pointInRing(x: number, y: number, c: Packed, at: number, n: number): boolean {
   let inside = false
-  for (let i = 0, j = ring.length - 1; i < ring.length; j = i++) {
-    const [xi, yi] = ring[i]
-    const [xj, yj] = ring[j]
+  for (let i = 0, j = n - 1; i < n; j = i++) {
+    const xi = c[at + 2 * i]
+    const yi = c[at + 2 * i + 1]
+    const xj = c[at + 2 * j]
+    const yj = c[at + 2 * j + 1]
     if (yi > y !== yj > y && x < xi + ((y - yi) * (xj - xi)) / (yj - yi)) inside = !inside
   }
   return inside
 }
 
-function intersectsPlainBox(g: Geometry, box: Box): boolean {
-  switch (g.type) {
-    case 'Point':
-      return pointInBox(g.coordinates, box)
-    case 'LineString':
-      return pathIntersectsBox(g.coordinates, box, false)
-    case 'Polygon': {
-      const rings = g.coordinates
-      if (rings.length === 0 || rings[0].length === 0) return false
-      // Covers a polygon lying wholly inside the box too: its outer ring's edges are inside.
-      if (rings.some((ring) => pathIntersectsBox(ring, box, true))) return true
-      // No edge meets the box, so the box is wholly inside or outside each ring and its centre decides.
-      const cx = (box.minLon + box.maxLon) / 2
-      const cy = (box.minLat + box.maxLat) / 2
-      if (!pointInRing(cx, cy, rings[0])) return false
-      for (let i = 1; i < rings.length; i++) {
-        if (pointInRing(cx, cy, rings[i])) return false
-      }
-      return true
-    }
+// The packed geometry starting at c[o] against a box that does not cross the antimeridian.
+function packedIntersectsPlainBox(c: Packed, o: number, box: Box): boolean {
+  const kind = c[o]
+  const paths = c[o + 1]
+  if (kind !== POLYGON) return paths > 0 && pathIntersectsBox(c, o + 3, c[o + 2], box, false)
+  if (paths === 0 || c[o + 2] === 0) return false
+  // Covers a polygon lying wholly inside the box too: its outer ring's edges are inside.
+  for (let r = 0, at = o + 2; r < paths; r++, at += 1 + 2 * c[at]) {
+    if (pathIntersectsBox(c, at + 1, c[at], box, true)) return true
   }
+  // No edge meets the box, so the box is wholly inside or outside each ring and its centre decides.
+  const cx = (box.minLon + box.maxLon) / 2
+  const cy = (box.minLat + box.maxLat) / 2
+  for (let r = 0, at = o + 2; r < paths; r++, at += 1 + 2 * c[at]) {
+    // Inside the outer ring and outside every hole.
+    if (pointInRing(cx, cy, c, at + 1, c[at]) !== (r === 0)) return false
+  }
+  return true
+}
+
+/** Planar ST_Intersects between the packed geometry starting at c[o] and a lon/lat rectangle (see intersectsBox). */
+export function packedIntersectsBox(c: Packed, o: number, box: Box): boolean {
+  if (box.minLon <= box.maxLon) return packedIntersectsPlainBox(c, o, box)
+  return splitBox(box).some((b) => packedIntersectsPlainBox(c, o, b))
 }
 
 /** Planar ST_Intersects between a geometry and a lon/lat rectangle, boundary inclusive; handles antimeridian boxes. */
 export function intersectsBox(g: Geometry, box: Box): boolean {
-  return splitBox(box).some((b) => intersectsPlainBox(g, b))
+  return packedIntersectsBox(packGeometry(g), 0, box)
 }
