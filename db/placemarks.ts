@@ -110,34 +110,33 @@ export function bboxBody(summaries: SummaryBytes, bbox: { min_lon: number; min_l
 }
 
 /**
- * Reads every placemark's bounds and serialized summary into a box index, in spatial order (by cells of
- * 0.05°, row by row), so that the entries one box query reads sit together in memory. One read-only
- * transaction reads them through a cursor, in pages, and the dataset version in the same snapshot.
- * Gives up (null) once the summaries pass `maxBytes`, or when `stop()` says so between pages.
+ * Reads every placemark's bounds and serialized summary into a box index, in spatial order (cells of
+ * 0.05°, row by row, each in id order), so that the entries one box query reads sit together in memory:
+ * the order first (ids only), then the rows in pages of that order. Gives up (null) once the summaries
+ * pass `maxBytes`, or when `stop()` says so between pages.
+ * Every query is short, so none holds up an import's table swap for long; the caller compares the
+ * dataset version before and after, since an import committed in between would mix two datasets.
  */
-export async function loadBoxIndex(db: Db, opts: { maxBytes: number; pageSize?: number; stop?: () => boolean }): Promise<{ index: BoxIndex; version: number } | null> {
-  return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(async (trx) => {
-    // The cursor's first page waits for the sort of the whole table: a background load, not a request.
-    await sql`SET LOCAL statement_timeout = 0`.execute(trx)
-    const { rows: [{ version }] } = await sql<{ version: number }>`SELECT coalesce(max(version), 0)::int AS version FROM dataset`.execute(trx)
-    await sql`DECLARE box_index NO SCROLL CURSOR FOR
+export async function loadBoxIndex(db: Db, opts: { maxBytes: number; pageSize?: number; stop?: () => boolean }): Promise<BoxIndex | null> {
+  const { rows: order } = await sql<{ id: number }>`
+    SELECT id FROM placemarks p
+    ORDER BY floor(((p.bbox[0])[1] + (p.bbox[1])[1]) * 10), floor(((p.bbox[0])[0] + (p.bbox[1])[0]) * 10), p.id`.execute(db)
+  const builder = new BoxIndexBuilder()
+  // Small pages keep each synchronous stretch of decoding short for the requests served meanwhile.
+  const pageSize = opts.pageSize ?? 2000
+  for (let start = 0; start < order.length; start += pageSize) {
+    if (opts.stop?.()) return null
+    const ids = order.slice(start, start + pageSize).map((row) => row.id)
+    const { rows } = await sql<SummaryRow & { min_lon: number; min_lat: number; max_lon: number; max_lat: number }>`
       SELECT ${SUMMARY}, (p.bbox[1])[0] AS min_lon, (p.bbox[1])[1] AS min_lat, (p.bbox[0])[0] AS max_lon, (p.bbox[0])[1] AS max_lat
-      FROM placemarks p
-      ORDER BY floor(((p.bbox[0])[1] + (p.bbox[1])[1]) * 10), floor(((p.bbox[0])[0] + (p.bbox[1])[0]) * 10), p.id`.execute(trx)
-    const builder = new BoxIndexBuilder()
-    // Small pages keep each synchronous stretch of decoding short for the requests served meanwhile.
-    const pageSize = Math.max(1, Math.trunc(opts.pageSize ?? 2000))
-    const page = sql.raw(`FETCH ${pageSize} FROM box_index`)
-    for (;;) {
-      if (opts.stop?.()) return null
-      const { rows } = await sql<SummaryRow & { min_lon: number; min_lat: number; max_lon: number; max_lat: number }>`${page}`.execute(trx)
-      for (const row of rows) {
-        builder.add({ id: row.id, minLon: row.min_lon, minLat: row.min_lat, maxLon: row.max_lon, maxLat: row.max_lat, geometry: row.geometry, json: summaryJson(row) })
-      }
-      if (builder.bytes > opts.maxBytes) return null
-      if (rows.length < pageSize) return { index: builder.finish(), version }
+      FROM unnest(${ids}::int[]) WITH ORDINALITY AS page(id, n) JOIN placemarks p ON p.id = page.id
+      ORDER BY page.n`.execute(db)
+    for (const row of rows) {
+      builder.add({ id: row.id, minLon: row.min_lon, minLat: row.min_lat, maxLon: row.max_lon, maxLat: row.max_lat, geometry: row.geometry, json: summaryJson(row) })
     }
-  })
+    if (builder.bytes > opts.maxBytes) return null
+  }
+  return builder.finish()
 }
 
 export async function timelineEvents(db: Db): Promise<TimelineEventT[]> {

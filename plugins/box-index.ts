@@ -37,21 +37,17 @@ export default fp(async function boxIndexPlugin(app: FastifyInstance) {
   const load = async (version: number) => {
     if (version === tooBig || current?.version === version) return
     const started = performance.now()
-    const loaded = await loadBoxIndex(app.db, { maxBytes, stop: () => closing || app.datasetVersion.current() !== version })
+    const index = await loadBoxIndex(app.db, { maxBytes, stop: () => closing || app.datasetVersion.current() !== version })
     if (closing || app.datasetVersion.current() !== version) return
-    if (!loaded) {
+    if (!index) {
       tooBig = version
       current = null
       app.log.warn({ maxMb: app.config.BBOX_INDEX_MB }, 'the placemark summaries pass BBOX_INDEX_MB: box queries read the database')
       return
     }
-    // The load read an import committed after this version was seen: the newer version's listener
-    // loads again (its poll may not have run yet).
-    if (loaded.version !== version) {
-      await app.datasetVersion.refresh()
-      return
-    }
-    const { index } = loaded
+    // Pages were separate queries: an import committed meanwhile bumped the version, and the new
+    // version's listener loads again.
+    if ((await app.datasetVersion.refresh()) !== version) return
     current = { version, index }
     app.log.info({ version, placemarks: index.size, mb: Math.round(index.memoryBytes / 1048576), ms: Math.round(performance.now() - started) }, 'placemark box index loaded')
   }

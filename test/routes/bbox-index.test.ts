@@ -91,7 +91,6 @@ t.test('a dataset past the byte budget is not kept', async (t) => {
   await importPlacemarks(handle, createReadStream(join(projectRoot, 'db/sample/sample.kml')), { timeZone: 'UTC', source: 'sample.kml' })
   t.equal(await loadBoxIndex(handle.db, { maxBytes: 1000, pageSize: 5 }), null)
   const all = await loadBoxIndex(handle.db, { maxBytes: 1 << 20, pageSize: 5 })
-  t.equal(all?.index.size, 57, 'pages of 5 add up')
-  t.equal(all?.version, 1, 'the version of the snapshot read')
+  t.equal(all?.size, 57, 'pages of 5 add up')
   t.equal(await loadBoxIndex(handle.db, { maxBytes: 1 << 20, stop: () => true }), null, 'stops when asked')
 })
