@@ -38,9 +38,9 @@ export function boundsOf(g: Geometry): Box {
  * path the number of positions followed by their lon, lat pairs. A point is one path of one position,
  * a line string one path, a polygon its rings.
  */
-export const POINT = 0
-export const LINE_STRING = 1
-export const POLYGON = 2
+const POINT = 0
+const LINE_STRING = 1
+const POLYGON = 2
 
 export function packGeometry(g: Geometry): number[] {
   const paths = g.type === 'Point' ? [[g.coordinates]] : g.type === 'LineString' ? [g.coordinates] : g.coordinates

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { boundsOf, intersectsBox, type Box, type Geometry, type Position } from '../../lib/geo/box.ts'
-import { BoxIndexBuilder, joinSummaries, type SummaryBytes } from '../../lib/geo/box-index.ts'
+import { BoxIndexBuilder, joinSummaries, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
 import { mulberry32 } from '../../lib/random.ts'
 
 // Random geometries and boxes, many of them near the antimeridian and on shared edges, checked
@@ -35,12 +35,16 @@ function randomBox(): Box {
 const items = Array.from({ length: 3000 }, (_, i) => ({ id: 3 * i + 1, geometry: randomGeometry() }))
 // An empty geometry: infinite bounds, never in any box.
 items.push({ id: 10_000, geometry: { type: 'LineString', coordinates: [] } })
-const builder = new BoxIndexBuilder()
-for (const { id, geometry } of items) {
-  const b = boundsOf(geometry)
-  builder.add({ id, minLon: b.minLon, minLat: b.minLat, maxLon: b.maxLon, maxLat: b.maxLat, geometry: JSON.stringify(geometry), json: JSON.stringify({ id }) })
+// An index of the items, stored in the order given.
+function indexOf(list: typeof items) {
+  const builder = new BoxIndexBuilder()
+  for (const { id, geometry } of list) {
+    const b = boundsOf(geometry)
+    builder.add({ id, minLon: b.minLon, minLat: b.minLat, maxLon: b.maxLon, maxLat: b.maxLat, geometry: JSON.stringify(geometry), json: JSON.stringify({ id }) })
+  }
+  return builder.finish()
 }
-const index = builder.finish()
+const index = indexOf(items)
 
 // The joined bytes as the array of values they serialize.
 function values(list: SummaryBytes): unknown[] {
@@ -51,24 +55,36 @@ function values(list: SummaryBytes): unknown[] {
   return parsed
 }
 
-t.test('answers exactly what the per-geometry test says, in id order, for 2000 random boxes', async (t) => {
-  t.equal(index.size, 3000, 'the empty geometry is left out')
+/**
+ * Asks an index for `boxes` random boxes and compares each answer with the per-geometry test over all
+ * items: the first difference, or how many boxes were compared and how many found something.
+ */
+function compare(ix: BoxIndex, boxes: number, limitOf: () => number): { mismatch: string } | { compared: number; nonEmpty: number } {
   let compared = 0
   let nonEmpty = 0
-  for (let k = 0; k < 2000; k++) {
+  for (let k = 0; k < boxes; k++) {
     const box = randomBox()
-    const limit = rand() < 0.5 ? 10_000 : 1 + Math.floor(rand() * 20)
+    const limit = limitOf()
     const expected = items.filter((p) => intersectsBox(p.geometry, box)).slice(0, limit).map((p) => p.id)
-    const got = values(index.search(box, limit)).map((v) => (v as { id: number }).id)
-    if (expected.join() !== got.join()) {
-      t.fail(`box ${JSON.stringify(box)} limit ${limit}: expected ${expected.join()} got ${got.join()}`)
-      return
-    }
+    const got = values(ix.search(box, limit)).map((v) => (v as { id: number }).id)
+    if (expected.join() !== got.join()) return { mismatch: `box ${JSON.stringify(box)} limit ${limit}: expected ${expected.join()} got ${got.join()}` }
     compared++
     if (got.length) nonEmpty++
   }
-  t.equal(compared, 2000)
-  t.ok(nonEmpty > 500, `${nonEmpty} boxes found something`)
+  return { compared, nonEmpty }
+}
+
+const someLimit = () => (rand() < 0.5 ? 10_000 : 1 + Math.floor(rand() * 20))
+
+t.test('answers exactly what the per-geometry test says, in id order, for 2000 random boxes', async (t) => {
+  t.equal(index.size, 3000, 'the empty geometry is left out')
+  const result = compare(index, 2000, someLimit)
+  if ('mismatch' in result) {
+    t.fail(result.mismatch)
+    return
+  }
+  t.equal(result.compared, 2000)
+  t.ok(result.nonEmpty > 500, `${result.nonEmpty} boxes found something`)
 })
 
 t.test('the stored bytes are the summaries as given, multi-byte text included', async (t) => {
@@ -84,46 +100,17 @@ t.test('the stored bytes are the summaries as given, multi-byte text included', 
 t.test("an empty index, entries added in any order, ids outside the table's range", async (t) => {
   t.same(values(new BoxIndexBuilder().finish().search({ minLon: -180, minLat: -90, maxLon: 180, maxLat: 90 }, 10)), [])
   // Stored in the order added (the loader adds them in spatial order); answered in id order all the same.
-  const shuffled = new BoxIndexBuilder()
-  const order = items.map((_, k) => k).sort(() => rand() - 0.5)
-  for (const k of order) {
-    const { id, geometry } = items[k]
-    const b = boundsOf(geometry)
-    shuffled.add({ id, minLon: b.minLon, minLat: b.minLat, maxLon: b.maxLon, maxLat: b.maxLat, geometry: JSON.stringify(geometry), json: JSON.stringify({ id }) })
-  }
-  const reordered = shuffled.finish()
-  for (let k = 0; k < 300; k++) {
-    const box = randomBox()
-    const expected = items.filter((p) => intersectsBox(p.geometry, box)).slice(0, 40).map((p) => p.id)
-    const got = values(reordered.search(box, 40)).map((v) => (v as { id: number }).id)
-    if (expected.join() !== got.join()) {
-      t.fail(`box ${JSON.stringify(box)}: expected ${expected.join()} got ${got.join()}`)
-      return
-    }
-  }
-  t.pass('300 boxes answered in id order')
+  const shuffled = compare(indexOf(items.slice().sort(() => rand() - 0.5)), 300, () => 40)
+  if ('mismatch' in shuffled) t.fail(shuffled.mismatch)
+  else t.pass('300 boxes answered in id order')
   // Added cell by cell as the loader adds them (cells of 2° here, each in id order): few runs of ascending ids to merge.
   const cellOf = (g: Geometry) => {
     const b = boundsOf(g)
     return Math.floor((b.minLat + b.maxLat) / 4) * 1000 + Math.floor((b.minLon + b.maxLon) / 4)
   }
-  const byCell = new BoxIndexBuilder()
-  for (const { id, geometry } of items.slice(0, -1).sort((p, q) => cellOf(p.geometry) - cellOf(q.geometry) || p.id - q.id)) {
-    const b = boundsOf(geometry)
-    byCell.add({ id, minLon: b.minLon, minLat: b.minLat, maxLon: b.maxLon, maxLat: b.maxLat, geometry: JSON.stringify(geometry), json: JSON.stringify({ id }) })
-  }
-  const cells = byCell.finish()
-  for (let k = 0; k < 1000; k++) {
-    const box = randomBox()
-    const limit = rand() < 0.5 ? 10_000 : 1 + Math.floor(rand() * 20)
-    const expected = items.filter((p) => intersectsBox(p.geometry, box)).slice(0, limit).map((p) => p.id)
-    const got = values(cells.search(box, limit)).map((v) => (v as { id: number }).id)
-    if (expected.join() !== got.join()) {
-      t.fail(`box ${JSON.stringify(box)} limit ${limit}: expected ${expected.join()} got ${got.join()}`)
-      return
-    }
-  }
-  t.pass('1000 boxes answered in id order from entries stored cell by cell')
+  const byCell = compare(indexOf(items.slice(0, -1).sort((p, q) => cellOf(p.geometry) - cellOf(q.geometry) || p.id - q.id)), 1000, someLimit)
+  if ('mismatch' in byCell) t.fail(byCell.mismatch)
+  else t.pass('1000 boxes answered in id order from entries stored cell by cell')
   const b = new BoxIndexBuilder()
   for (const id of [-1, 2 ** 32, 1.5]) t.throws(() => b.add({ id, minLon: 0, minLat: 0, maxLon: 0, maxLat: 0, geometry: '', json: '{}' }), /not a 32-bit unsigned integer/)
 })
