@@ -17,6 +17,7 @@ import responseCachePlugin from './plugins/response-cache.ts'
 import boxIndexPlugin from './plugins/box-index.ts'
 import redisPlugin from './plugins/redis.ts'
 import rateLimitPlugin from './plugins/rate-limit.ts'
+import frontDoorPlugin from './plugins/front-door.ts'
 import authPlugin from './plugins/auth.ts'
 
 const root = dirname(fileURLToPath(import.meta.url))
@@ -81,6 +82,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   await app.register(dbPlugin, { handle: options.db })
   await app.register(redisPlugin)
   await app.register(rateLimitPlugin)
+  await app.register(frontDoorPlugin)
   await app.register(responseCachePlugin)
   await app.register(boxIndexPlugin)
   await app.register(authPlugin)

@@ -6,27 +6,41 @@ import type { FastifyServerOptions } from 'fastify'
 export type NextHandler = (req: IncomingMessage, res: ServerResponse) => void
 
 /**
- * Sees each request before Fastify does: answers it (a cached answer) or passes it on with `next`,
+ * Sees a request before Fastify does: answers it (a cached answer, a signed-in user's profile) or passes it on with `next`,
  * now or later (after an asynchronous rate-limit count).
  */
 export type FrontHandler = (req: IncomingMessage, res: ServerResponse, next: NextHandler) => void
 
 /**
- * The HTTP server in front of Fastify's router. Without a handler every request goes straight to
- * Fastify; the response cache installs one so that a cached answer skips the router, the request and
- * reply objects and the hook chain: on a small cached body those cost more than the answer itself.
+ * The HTTP server in front of Fastify's router. Handlers are found by the request's exact URL (the
+ * path and query string as sent), else the one for every other URL; without one a request goes
+ * straight to Fastify. An answer given here skips the router, the request and reply objects and the
+ * hook chain: on a small body those cost more than the answer itself. Once the server closes, every
+ * request goes to Fastify, which refuses it.
  */
 export class FrontDoor {
-  #handler: FrontHandler | null = null
+  #fallback: FrontHandler | null = null
+  readonly #exact = new Map<string, FrontHandler>()
+  #closing = false
 
+  /** The handler of every URL that has none of its own. */
   use(handler: FrontHandler): void {
-    this.#handler = handler
+    this.#fallback = handler
+  }
+
+  /** The handler of one exact URL. */
+  at(url: string, handler: FrontHandler): void {
+    this.#exact.set(url, handler)
+  }
+
+  close(): void {
+    this.#closing = true
   }
 
   /** Fastify's serverFactory: the server Fastify would make (same timeouts), with this door in front. */
   readonly serverFactory = (fastify: NextHandler, opts: FastifyServerOptions): Server => {
     const server = createServer((opts as { http?: ServerOptions }).http ?? {}, (req, res) => {
-      const handler = this.#handler
+      const handler = this.#closing ? null : this.#exact.get(req.url ?? '') ?? this.#fallback
       if (handler === null) {
         fastify(req, res)
         return

@@ -7,9 +7,8 @@ import { sql } from 'kysely'
 import { LruCache } from '../lib/lru.ts'
 import { addVary, varyWith } from './cors.ts'
 import { addRouteHook } from '../lib/route-hooks.ts'
-import { writeRateLimitHeaders, type RateLimitHeaders, type RateLimitSetting } from './rate-limit.ts'
-import { requestChildLogger } from '../lib/logger.ts'
-import type { FrontHandler } from '../lib/front-door.ts'
+import { writeRateLimitHeaders, type RateLimitSetting } from './rate-limit.ts'
+import type { FrontHeaders } from './front-door.ts'
 
 interface CachedResponse {
   body: Buffer
@@ -19,8 +18,6 @@ interface CachedResponse {
   // The route's rate limit, which a hit answered by the front door counts against.
   rateLimit: RateLimitSetting
 }
-
-type Headers = Record<string, string | number | string[] | undefined>
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -60,12 +57,12 @@ function choose(request: IncomingHttpHeaders, entry: CachedResponse): Buffer | n
 }
 
 /** Writes an entry as the answer: the given headers (CORS, rate limit) with the cached ones, then its bytes. */
-function write(res: ServerResponse, request: IncomingHttpHeaders, headers: Headers, entry: CachedResponse): void {
+function write(req: IncomingMessage, res: ServerResponse, headers: FrontHeaders, entry: CachedResponse): void {
   headers.etag = entry.etag
   headers['cache-control'] = CACHE_CONTROL
   // Added to what CORS set (Origin), not in its place.
   headers.vary = varyWith(headers.vary, 'accept-encoding')
-  const body = choose(request, entry)
+  const body = choose(req.headers, entry)
   if (body === null) {
     res.writeHead(304, headers).end()
     return
@@ -75,9 +72,6 @@ function write(res: ServerResponse, request: IncomingHttpHeaders, headers: Heade
   if (body === entry.gzip) headers['content-encoding'] = 'gzip'
   res.writeHead(200, headers).end(body)
 }
-
-// Fastify's request.hostname for a Host header: without the port, an IPv6 literal kept in brackets.
-const hostnameOf = (host: string) => (host[0] === '[' ? host.slice(0, host.indexOf(']') + 1) : host.split(':', 1)[0])
 
 export interface ResponseCacheOptions {
   pollMs?: number
@@ -126,53 +120,23 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
    */
   const send = (request: FastifyRequest, reply: FastifyReply, entry: CachedResponse) => {
     // getHeaders() is a fresh object: add to it in place.
-    const headers = reply.getHeaders() as Headers
+    const headers = reply.getHeaders() as FrontHeaders
     writeRateLimitHeaders(request, headers)
     reply.hijack()
-    write(reply.raw, request.headers, headers, entry)
+    write(request.raw, reply.raw, headers, entry)
   }
 
   /**
    * Most hits never reach Fastify: the front door answers them from the HTTP server's request handler,
    * with what the framework path would add (CORS headers, the rate-limit count and headers, the request
    * log at info level), and passes everything else on. On a small cached body this about halves the
-   * server's work per request. While the server closes, requests go on to Fastify, which refuses them.
+   * server's work per request.
    */
-  let closing = false
-  app.addHook('preClose', (done) => {
-    closing = true
-    done()
+  app.frontDoor.use((req, res, next) => {
+    const entry = req.method === 'GET' ? cache.get(req.url ?? '') : undefined
+    if (entry === undefined || entry.version !== version) next(req, res)
+    else app.answerAtFrontDoor(req, res, next, entry.rateLimit, write, entry)
   })
-  const answer = (req: IncomingMessage, res: ServerResponse, entry: CachedResponse, limit: RateLimitHeaders | null) => {
-    const headers: Headers = { ...app.corsHeaders(req.headers.origin) }
-    if (limit !== null) Object.assign(headers, limit)
-    if ((app.log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.('info') === true) {
-      // The same two lines Fastify logs for a request, under the same kind of request id.
-      const log = requestChildLogger(app.log, { reqId: app.nextRequestId() }, {})
-      log.info({ req: { method: req.method, url: req.url, hostname: hostnameOf(req.headers.host ?? ''), ip: app.clientAddress(req) } }, 'incoming request')
-      const started = performance.now()
-      res.once('finish', () => log.info({ res: { statusCode: res.statusCode }, responseTime: performance.now() - started }, 'request completed'))
-    }
-    write(res, req.headers, headers, entry)
-  }
-  const front: FrontHandler = (req, res, next) => {
-    const entry = req.method === 'GET' && !closing ? cache.get(req.url ?? '') : undefined
-    if (entry === undefined || entry.version !== version) {
-      next(req, res)
-      return
-    }
-    const limit = entry.rateLimit
-    if (limit === false) {
-      answer(req, res, entry, null)
-      return
-    }
-    // Over the limit, Fastify answers the 429 (it sees the count made here and does not count again).
-    app.countRequest(limit, req, (headers, exceeded) => {
-      if (exceeded) next(req, res)
-      else answer(req, res, entry, headers)
-    })
-  }
-  app.frontDoor.use(front)
 
   const flights = new Map<string, Flight>()
   // The first request's answer is in the cache now, or it was not kept (an error, a 404, an import
@@ -270,4 +234,4 @@ export default fp(async function responseCache(app: FastifyInstance, opts: Respo
     addRouteHook(route, 'onRequest', lookup, 'last')
     addRouteHook(route, 'onSend', store, 'last')
   })
-}, { name: 'response-cache', dependencies: ['config', 'db'] })
+}, { name: 'response-cache', dependencies: ['config', 'db', 'front-door'] })
