@@ -21,6 +21,9 @@ declare module 'fastify' {
     // Resolved per call: the development provider's URLs need the port the server actually listens on.
     idpSettings(): IdpSettings & { authorizeUrl: string }
     devIdpClientSecret: string | null
+    // The bearer check of an Authorization header: the caller, or a 401 HttpError for a missing, expired,
+    // invalid or revoked token. The one check behind both ways in (the hook below and the front door).
+    bearerAuth(authorization: string | undefined): AuthContext
     // Bearer check for protected routes: sets request.auth or answers 401.
     // A callback-style onRequest hook: the check is synchronous, and a promise per request costs more than it.
     authenticate(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void
@@ -105,14 +108,15 @@ export default fp(async function auth(app: FastifyInstance) {
   app.decorate('idpSettings', idpSettings)
   app.decorate('devIdpClientSecret', devIdpClientSecret)
   app.decorateRequest('auth', null)
-  const bearerCheck = (request: FastifyRequest): AuthContext => {
-    const claims = bearerClaims(tokens, request.headers.authorization)
+  const bearerAuth = (authorization: string | undefined): AuthContext => {
+    const claims = bearerClaims(tokens, authorization)
     if (revocations.has(claims.sid)) throw new HttpError(401, 'Invalid token')
     return { userId: claims.userId, providerId: claims.providerId, username: claims.username, role: claims.role, sessionId: claims.sid }
   }
+  app.decorate('bearerAuth', bearerAuth)
   app.decorate('authenticate', function authenticate(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) {
     try {
-      request.auth = bearerCheck(request)
+      request.auth = bearerAuth(request.headers.authorization)
     } catch (err) {
       done(err as Error)
       return

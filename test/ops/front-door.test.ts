@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { Writable } from 'node:stream'
 import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
@@ -11,6 +11,7 @@ import type { DatabaseHandle } from '../../db/index.ts'
 import { openTestDatabase, projectRoot, testConfig, type Teardown } from '../helper.ts'
 import { redisMissing, redisReachable, redisUrl } from '../support/shared-state.ts'
 import type { Config } from '../../lib/config.ts'
+import { StandInIdp } from '../support/idp-server.ts'
 
 // Cached answers over real HTTP are given by the front door, before Fastify's router; these tests hold
 // them to what the framework path gives (app.inject always takes that one).
@@ -143,4 +144,82 @@ t.test('the request log of a front-door answer has Fastify\'s two lines', async 
   t.match(front[0].req, { method: 'GET', url: '/api/v1/stats?token=[REDACTED]', host: '127.0.0.1', remoteAddress: '127.0.0.1' })
   t.match(front[1], { res: { statusCode: 200 }, responseTime: Number })
   t.notOk(JSON.stringify(lines).includes('secret-value'), 'no secret in the log')
+})
+
+// GET /api/auth/me: a valid token whose user's profile is cached is answered before the router, by the
+// route's own bearer check; everything else is Fastify's.
+// Sign-ins come from another address than the test's requests, whose auth budget is then their own.
+async function signedIn(t: Test, overrides: Partial<Config> = {}) {
+  const idp = await new StandInIdp().start()
+  t.teardown(() => idp.stop())
+  const handle = await openTestDatabase(t, 'pglite')
+  const server = await listening(t, handle, overrides, undefined, idp.env())
+  const signIn = async () => (await server.app.inject({ url: '/api/auth/identity?code=x', remoteAddress: '203.0.113.9' })).json() as { accessToken: string; refreshToken: string }
+  return { ...server, idp, signIn }
+}
+
+t.test('/api/auth/me with a cached profile skips Fastify and carries the same headers and bytes', async (t) => {
+  const { app, base, seen, signIn } = await signedIn(t)
+  const { accessToken } = await signIn()
+  const authorization = `Bearer ${accessToken}`
+  t.equal((await get(base + '/api/auth/me', { authorization })).status, 200, 'the first answer goes through Fastify')
+  const cases: Record<string, string>[] = [{ authorization }, { authorization, origin: 'http://localhost:5173' }, { authorization, origin: 'https://elsewhere.example' }]
+  for (const headers of cases) {
+    const before = seen.fastify
+    const front = await get(base + '/api/auth/me', headers)
+    t.equal(seen.fastify, before, `${JSON.stringify(Object.keys(headers))}: answered before Fastify`)
+    const framework = await app.inject({ url: '/api/auth/me', headers })
+    t.equal(front.status, 200)
+    t.same(comparable(front.headers), comparable(framework.headers), 'same headers')
+    t.ok(front.body.equals(framework.rawPayload), 'same bytes')
+  }
+  t.match(JSON.parse((await get(base + '/api/auth/me', { authorization })).body.toString()), { username: 'tester', guilds: [{ id: '900000000000000001' }] })
+})
+
+t.test('/api/auth/me goes to Fastify without a valid token, after logout, after a change and for other forms', async (t) => {
+  const { app, base, seen, idp, signIn } = await signedIn(t)
+  const { accessToken } = await signIn()
+  const authorization = `Bearer ${accessToken}`
+  await get(base + '/api/auth/me', { authorization })
+
+  const viaFastify = async (what: string, url: string, init: RequestInit, status: number) => {
+    const before = seen.fastify
+    const res = await fetch(base + url, init)
+    t.equal(res.status, status, `${what}: ${status}`)
+    t.equal(seen.fastify, before + 1, `${what}: answered by Fastify`)
+    return res
+  }
+  t.same(await (await viaFastify('no token', '/api/auth/me', {}, 401)).json(), { error: 'Unauthorized', message: 'Missing authorization header' })
+  t.same(await (await viaFastify('a forged token', '/api/auth/me', { headers: { authorization: `${authorization}x` } }, 401)).json(), { error: 'Unauthorized', message: 'Invalid token' })
+  await viaFastify('HEAD', '/api/auth/me', { method: 'HEAD', headers: { authorization } }, 200)
+  await viaFastify('a query string', '/api/auth/me?x=1', { headers: { authorization } }, 200)
+
+  // The user changes: the next answer is loaded through Fastify, with the change, then served in front again.
+  idp.user = { ...idp.user, username: 'renamed' }
+  const second = await signIn()
+  t.equal((await (await viaFastify('after a change', '/api/auth/me', { headers: { authorization } }, 200)).json()).username, 'renamed')
+  const before = seen.fastify
+  t.equal((await (await fetch(base + '/api/auth/me', { headers: { authorization } })).json()).username, 'renamed')
+  t.equal(seen.fastify, before, 'then from the front door again')
+
+  // Logout revokes the session: its token stops working at once, in front too.
+  t.equal((await app.inject({ method: 'POST', url: '/api/auth/logout', headers: { authorization } })).statusCode, 204)
+  t.same(await (await viaFastify('a revoked session', '/api/auth/me', { headers: { authorization } }, 401)).json(), { error: 'Unauthorized', message: 'Invalid token' })
+  t.equal((await fetch(base + '/api/auth/me', { headers: { authorization: `Bearer ${second.accessToken}` } })).status, 200, 'the other session still works')
+})
+
+t.test('/api/auth/me at the front door counts against the auth limit, and the 429 is Fastify\'s', async (t) => {
+  const { base, seen, signIn } = await signedIn(t, { AUTH_RATE_LIMIT_MAX: 4, RATE_LIMIT_WINDOW: '1 minute' })
+  const { accessToken } = await signIn()
+  const headers = { authorization: `Bearer ${accessToken}` }
+  const before = seen.fastify
+  const answers = []
+  for (let i = 0; i < 4; i++) answers.push(await fetch(base + '/api/auth/me', { headers }))
+  t.same(answers.map((r) => r.status), [200, 200, 200, 200])
+  t.same(answers.map((r) => r.headers.get('x-ratelimit-remaining')), ['3', '2', '1', '0'], 'each request counted once')
+  const refused = await fetch(base + '/api/auth/me', { headers })
+  t.equal(refused.status, 429)
+  t.same(await refused.json(), { error: 'Too Many Requests', message: 'Rate limit exceeded' })
+  t.equal(refused.headers.get('retry-after'), refused.headers.get('x-ratelimit-reset'))
+  t.equal(seen.fastify - before, 2, 'the first answer and the refusal went through Fastify; the three hits did not')
 })

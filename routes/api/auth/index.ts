@@ -9,6 +9,8 @@ import { hashTokenId } from '../../../lib/auth/tokens.ts'
 import { createSession, isUuid, liveSessions, revokeSession, rotateRefreshToken, saveSignIn, sessionOwner, type UserRow, type UserWithGuilds } from '../../../db/auth.ts'
 import cookie from '@fastify/cookie'
 import { REFRESH_COOKIE, STATE_COOKIE, bearerClaims, cookieSecret } from '../../../plugins/auth.ts'
+import type { RateLimitSetting } from '../../../plugins/rate-limit.ts'
+import type { FrontWriter } from '../../../plugins/front-door.ts'
 
 const bearer = [{ bearerAuth: [] }]
 
@@ -18,18 +20,49 @@ function userBody(u: UserRow) {
 
 const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // The body is serialized once per cached profile (by the route's own serializer) and dropped with it.
-  const meBodies = new WeakMap<object, string | Buffer | ArrayBuffer>()
-  const sendMe = (reply: FastifyReply, found: UserWithGuilds): void => {
+  const meBodies = new WeakMap<object, Buffer>()
+  // The route's rate limit, as the first answer through Fastify finds it; until then the front door passes.
+  let meLimit: RateLimitSetting | undefined
+  const sendMe = (request: FastifyRequest, reply: FastifyReply, found: UserWithGuilds): void => {
     let body = meBodies.get(found)
     if (body === undefined) {
-      body = reply.serialize({
+      body = Buffer.from(reply.serialize({
         ...userBody(found.user),
         guilds: found.guilds.map((g) => ({ id: g.guild_id, name: g.name, icon: g.icon, owner: g.owner, permissions: g.permissions }))
-      })
+      }) as string)
       meBodies.set(found, body)
+      meLimit = request.routeOptions.config.rateLimit ?? false
     }
     reply.type('application/json; charset=utf-8').send(body)
   }
+
+  /**
+   * GET /api/auth/me at the front door: a valid bearer token (the same check as the route's hook) whose
+   * user's profile is cached and already serialized is answered before the router, with the headers and
+   * bytes the route would send; anything else (no or a bad token, a revoked session, a profile to load, a
+   * query string, another method) goes on to Fastify, which answers it as always.
+   */
+  const cachedMe = (authorization: string | undefined): Buffer | undefined => {
+    let userId: string
+    try {
+      userId = app.bearerAuth(authorization).userId
+    } catch {
+      return undefined
+    }
+    const profile = app.profiles.peek(userId)
+    return profile === undefined ? undefined : meBodies.get(profile)
+  }
+  const writeMe: FrontWriter<Buffer> = (_req, res, headers, body) => {
+    headers['content-type'] = 'application/json; charset=utf-8'
+    headers['content-length'] = body.length
+    res.writeHead(200, headers).end(body)
+  }
+  app.frontDoor.at(`${app.prefix}/me`, (req, res, next) => {
+    const body = req.method === 'GET' && meLimit !== undefined ? cachedMe(req.headers.authorization) : undefined
+    if (body === undefined) next(req, res)
+    else app.answerAtFrontDoor(req, res, next, meLimit!, writeMe, body)
+  })
+
   const { config, tokens, revocations, signinGuard } = app
   const cookieBase = { httpOnly: true, secure: config.isProduction, path: '/api/auth' } as const
 
@@ -168,12 +201,12 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     // A cached profile answers at once; only a miss waits for the database.
     const cached = app.profiles.peek(userId)
     if (cached) {
-      sendMe(reply, cached)
+      sendMe(request, reply, cached)
       return
     }
     return app.profiles.get(userId).then((found) => {
       if (!found) throw new HttpError(401, 'Invalid token')
-      sendMe(reply, found)
+      sendMe(request, reply, found)
     })
   })
 
