@@ -21,9 +21,9 @@ declare module 'fastify' {
     // Resolved per call: the development provider's URLs need the port the server actually listens on.
     idpSettings(): IdpSettings & { authorizeUrl: string }
     devIdpClientSecret: string | null
-    // The bearer check of an Authorization header: the caller, or a 401 HttpError for a missing, expired,
+    // The bearer check of an Authorization header: the caller, or the 401 message for a missing, expired,
     // invalid or revoked token. The one check behind both ways in (the hook below and the front door).
-    bearerAuth(authorization: string | undefined): AuthContext
+    bearerAuth(authorization: string | undefined): AuthContext | string
     // Bearer check for protected routes: sets request.auth or answers 401.
     // A callback-style onRequest hook: the check is synchronous, and a promise per request costs more than it.
     authenticate(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void
@@ -39,14 +39,22 @@ export function cookieSecret(tokens: TokenService): string {
 }
 
 /**
- * The verified claims of a request's bearer token, or a 401 for a missing, expired or invalid one. It does
- * not consult revocations: the bearer check adds that, and logout accepts a revoked session's token.
+ * The verified claims of a request's bearer token, or the 401 message for a missing, expired or invalid
+ * one. It does not consult revocations: the bearer check adds that, and logout accepts a revoked
+ * session's token.
  */
-export function bearerClaims(tokens: TokenService, header: string | undefined): AccessClaims {
-  if (!header || !/^Bearer\s+\S/i.test(header)) throw new HttpError(401, 'Missing authorization header')
+export function readBearer(tokens: TokenService, header: string | undefined): AccessClaims | string {
+  if (!header || !/^Bearer\s+\S/i.test(header)) return 'Missing authorization header'
   const claims = tokens.verifyAccess(header.replace(/^Bearer\s+/i, '').trim())
-  if (claims === 'expired') throw new HttpError(401, 'Token expired')
-  if (claims === 'invalid') throw new HttpError(401, 'Invalid token')
+  if (claims === 'expired') return 'Token expired'
+  if (claims === 'invalid') return 'Invalid token'
+  return claims
+}
+
+/** readBearer for a route: the claims, or a thrown 401. */
+export function bearerClaims(tokens: TokenService, header: string | undefined): AccessClaims {
+  const claims = readBearer(tokens, header)
+  if (typeof claims === 'string') throw new HttpError(401, claims)
   return claims
 }
 
@@ -108,19 +116,20 @@ export default fp(async function auth(app: FastifyInstance) {
   app.decorate('idpSettings', idpSettings)
   app.decorate('devIdpClientSecret', devIdpClientSecret)
   app.decorateRequest('auth', null)
-  const bearerAuth = (authorization: string | undefined): AuthContext => {
-    const claims = bearerClaims(tokens, authorization)
-    if (revocations.has(claims.sid)) throw new HttpError(401, 'Invalid token')
+  const bearerAuth = (authorization: string | undefined): AuthContext | string => {
+    const claims = readBearer(tokens, authorization)
+    if (typeof claims === 'string') return claims
+    if (revocations.has(claims.sid)) return 'Invalid token'
     return { userId: claims.userId, providerId: claims.providerId, username: claims.username, role: claims.role, sessionId: claims.sid }
   }
   app.decorate('bearerAuth', bearerAuth)
   app.decorate('authenticate', function authenticate(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) {
-    try {
-      request.auth = bearerAuth(request.headers.authorization)
-    } catch (err) {
-      done(err as Error)
+    const auth = bearerAuth(request.headers.authorization)
+    if (typeof auth === 'string') {
+      done(new HttpError(401, auth))
       return
     }
+    request.auth = auth
     done()
   })
 }, { name: 'auth', dependencies: ['config', 'db', 'redis'] })

@@ -19,21 +19,20 @@ function userBody(u: UserRow) {
 }
 
 const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  // The body is serialized once per cached profile (by the route's own serializer) and dropped with it.
-  const meBodies = new WeakMap<object, Buffer>()
-  // The route's rate limit, as the first answer through Fastify finds it; until then the front door passes.
-  let meLimit: RateLimitSetting | undefined
+  // The body is serialized once per cached profile (by the route's own serializer) and dropped with it,
+  // kept with the route's rate limit, which an answer at the front door counts against.
+  const meAnswers = new WeakMap<object, { body: Buffer; rateLimit: RateLimitSetting }>()
   const sendMe = (request: FastifyRequest, reply: FastifyReply, found: UserWithGuilds): void => {
-    let body = meBodies.get(found)
-    if (body === undefined) {
-      body = Buffer.from(reply.serialize({
+    let answer = meAnswers.get(found)
+    if (answer === undefined) {
+      const body = Buffer.from(reply.serialize({
         ...userBody(found.user),
         guilds: found.guilds.map((g) => ({ id: g.guild_id, name: g.name, icon: g.icon, owner: g.owner, permissions: g.permissions }))
       }) as string)
-      meBodies.set(found, body)
-      meLimit = request.routeOptions.config.rateLimit ?? false
+      answer = { body, rateLimit: request.routeOptions.config.rateLimit ?? false }
+      meAnswers.set(found, answer)
     }
-    reply.type('application/json; charset=utf-8').send(body)
+    reply.type('application/json; charset=utf-8').send(answer.body)
   }
 
   /**
@@ -42,25 +41,21 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
    * bytes the route would send; anything else (no or a bad token, a revoked session, a profile to load, a
    * query string, another method) goes on to Fastify, which answers it as always.
    */
-  const cachedMe = (authorization: string | undefined): Buffer | undefined => {
-    let userId: string
-    try {
-      userId = app.bearerAuth(authorization).userId
-    } catch {
-      return undefined
-    }
-    const profile = app.profiles.peek(userId)
-    return profile === undefined ? undefined : meBodies.get(profile)
-  }
   const writeMe: FrontWriter<Buffer> = (_req, res, headers, body) => {
     headers['content-type'] = 'application/json; charset=utf-8'
     headers['content-length'] = body.length
     res.writeHead(200, headers).end(body)
   }
+  const cachedMe = (authorization: string | undefined) => {
+    const auth = app.bearerAuth(authorization)
+    if (typeof auth === 'string') return undefined
+    const profile = app.profiles.peek(auth.userId)
+    return profile === undefined ? undefined : meAnswers.get(profile)
+  }
   app.frontDoor.at(`${app.prefix}/me`, (req, res, next) => {
-    const body = req.method === 'GET' && meLimit !== undefined ? cachedMe(req.headers.authorization) : undefined
-    if (body === undefined) next(req, res)
-    else app.answerAtFrontDoor(req, res, next, meLimit!, writeMe, body)
+    const answer = req.method === 'GET' ? cachedMe(req.headers.authorization) : undefined
+    if (answer === undefined) next(req, res)
+    else app.answerAtFrontDoor(req, res, next, answer.rateLimit, writeMe, answer.body)
   })
 
   const { config, tokens, revocations, signinGuard } = app
