@@ -1,36 +1,20 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import autoload from '@fastify/autoload'
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { fileURLToPath } from 'node:url'
-import type { IncomingMessage } from 'node:http'
 import { dirname, join } from 'node:path'
 import type { Config } from './lib/config.ts'
 import type { DatabaseHandle } from './db/index.ts'
 import { loggerOptions, requestChildLogger } from './lib/logger.ts'
-import { FrontDoor, clientAddressOf, requestIds } from './lib/front-door.ts'
-import configPlugin from './plugins/config.ts'
-import errorsPlugin from './plugins/errors.ts'
-import corsPlugin from './plugins/cors.ts'
-import swaggerPlugin from './plugins/swagger.ts'
-import dbPlugin from './plugins/db.ts'
-import responseCachePlugin from './plugins/response-cache.ts'
-import boxIndexPlugin from './plugins/box-index.ts'
-import redisPlugin from './plugins/redis.ts'
-import rateLimitPlugin from './plugins/rate-limit.ts'
-import frontDoorPlugin from './plugins/front-door.ts'
-import authPlugin from './plugins/auth.ts'
+import configPlugin from './plugins/app/config.ts'
 
 const root = dirname(fileURLToPath(import.meta.url))
 // The sources run as TypeScript through tsx's --import hook, which @fastify/autoload cannot detect by itself.
 if (import.meta.url.endsWith('.ts')) process.env.FASTIFY_AUTOLOAD_TYPESCRIPT ??= '1'
 
-export interface BuildOptions {
+export interface AppOptions {
   config: Config
   // An already open database (tests); otherwise the app opens one from the configuration.
   db?: DatabaseHandle
-  logger?: FastifyServerOptions['logger']
-  // Observes every route as it is registered (the OpenAPI completeness test lists them this way).
-  onRoute?: (route: { method: string | string[]; url: string; schema?: unknown }) => void
 }
 
 // TRUST_PROXY: true/false, a hop count, or a comma-separated list of proxy addresses/CIDRs.
@@ -44,48 +28,31 @@ export function trustProxySetting(value: string | undefined): FastifyServerOptio
   return value.split(',').map((s) => s.trim())
 }
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    // The server's request handler in front of the router (see lib/front-door.ts).
-    frontDoor: FrontDoor
-    // A raw request's client address, as request.ip gives it under the trustProxy setting.
-    clientAddress(req: IncomingMessage): string | undefined
-    // The next request id, for requests answered before Fastify sees them.
-    nextRequestId(): string
+/** The Fastify server options the app is built for: the process entry and the tests both use them. */
+export function serverOptions(config: Config): FastifyServerOptions {
+  return {
+    logger: loggerOptions(config.LOG_LEVEL),
+    childLoggerFactory: requestChildLogger,
+    trustProxy: trustProxySetting(config.TRUST_PROXY),
+    // Unknown properties are refused (schemas that allow them say so), never silently dropped: on the
+    // dataset routes an unknown query parameter would otherwise make every URL its own cache entry.
+    ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false } },
+    // The first start on the embedded database migrates and seeds it, which a busy machine can take
+    // longer than Fastify's default 10 s per plugin to do.
+    pluginTimeout: 120_000,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle'
   }
 }
 
-export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
-  const { config } = options
-  const trustProxy = trustProxySetting(config.TRUST_PROXY)
-  const frontDoor = new FrontDoor()
-  const nextRequestId = requestIds()
-  const app = Fastify({
-    logger: options.logger ?? loggerOptions(config.LOG_LEVEL),
-    childLoggerFactory: requestChildLogger,
-    genReqId: nextRequestId,
-    serverFactory: frontDoor.serverFactory,
-    trustProxy,
-    ajv: { customOptions: { coerceTypes: 'array', removeAdditional: true, useDefaults: true, allErrors: false } },
-    return503OnClosing: true,
-    forceCloseConnections: 'idle'
-  }).withTypeProvider<TypeBoxTypeProvider>()
-
-  app.decorate('frontDoor', frontDoor)
-  app.decorate('clientAddress', clientAddressOf(trustProxy))
-  app.decorate('nextRequestId', nextRequestId)
-  if (options.onRoute) app.addHook('onRoute', options.onRoute)
-  await app.register(configPlugin, { config })
-  await app.register(errorsPlugin)
-  await app.register(corsPlugin)
-  await app.register(swaggerPlugin)
-  await app.register(dbPlugin, { handle: options.db })
-  await app.register(redisPlugin)
-  await app.register(rateLimitPlugin)
-  await app.register(frontDoorPlugin)
-  await app.register(responseCachePlugin)
-  await app.register(boxIndexPlugin)
-  await app.register(authPlugin)
-  await app.register(autoload, { dir: join(root, 'routes'), forceESM: true })
-  return app
+/**
+ * The whole service as one Fastify plugin: the configuration, the third-party plugins with their
+ * options (plugins/external), the app's own decorators (plugins/app), then the routes, whose folders
+ * carry their policy in autohooks.ts files.
+ */
+export default async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
+  await fastify.register(configPlugin, { config: opts.config })
+  await fastify.register(autoload, { dir: join(root, 'plugins/external'), forceESM: true })
+  await fastify.register(autoload, { dir: join(root, 'plugins/app'), forceESM: true, options: { handle: opts.db } })
+  await fastify.register(autoload, { dir: join(root, 'routes'), forceESM: true, autoHooks: true, cascadeHooks: true })
 }

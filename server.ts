@@ -1,4 +1,7 @@
-import { buildApp } from './app.ts'
+import Fastify from 'fastify'
+import fp from 'fastify-plugin'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import app, { serverOptions } from './app.ts'
 import { ConfigError, loadConfig } from './lib/config.ts'
 
 async function main(): Promise<void> {
@@ -12,31 +15,33 @@ async function main(): Promise<void> {
     }
     throw err
   }
-  const app = await buildApp({ config })
+  const server = Fastify(serverOptions(config)).withTypeProvider<TypeBoxTypeProvider>()
+  // fastify-plugin: the app's decorators stay visible on the server (graceful shutdown, plugins added here).
+  await server.register(fp(app, { name: 'app' }), { config })
   let closing = false
   const shutdown = async (signal: string) => {
     if (closing) return
     closing = true
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    server.log.info({ signal }, 'shutting down: finishing in-flight requests')
     const force = setTimeout(() => {
-      app.log.error('shutdown took too long; exiting')
+      server.log.error('shutdown took too long; exiting')
       process.exit(1)
     }, 10_000)
     force.unref()
     // Keep-alive connections whose last request just finished would hold the server open; close them as they go idle.
-    const sweep = setInterval(() => app.server.closeIdleConnections(), 100)
+    const sweep = setInterval(() => server.server.closeIdleConnections(), 100)
     sweep.unref()
     try {
-      await app.close()
+      await server.close()
       process.exit(0)
     } catch (err) {
-      app.log.error({ err }, 'error during shutdown')
+      server.log.error({ err }, 'error during shutdown')
       process.exit(1)
     }
   }
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
-  await app.listen({ port: config.PORT, host: config.HOST })
+  await server.listen({ port: config.PORT, host: config.HOST })
 }
 
 main().catch((err: unknown) => {

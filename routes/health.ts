@@ -5,6 +5,8 @@ const Health = Type.Object({ status: Type.String({ examples: ['ok'] }) })
 
 const health: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/health', {
+    // Load balancers poll it: never rate limited.
+    config: { rateLimit: false },
     schema: {
       tags: ['Health'],
       summary: 'Health check',

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { once } from 'node:events'
+import { request as httpRequest } from 'node:http'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -9,24 +10,83 @@ import pg from 'pg'
 import autocannon from 'autocannon'
 import { generateKml, mulberry32 } from './generate-kml.ts'
 
+const HELP = `usage: npm run bench -- [options]
+
+Creates a throw-away PostgreSQL database, generates and imports a KML of placemarks, seeds activity
+events, starts the server and drives it with autocannon (32 connections unless said otherwise).
+Small answers are measured against a bare Fastify 5 and a bare Express 5 server answering the same
+bytes from memory, in alternating turns; every figure is judged against bench/targets.json.
+Prints a table and writes bench/results.json.
+
+options:
+  --quick      small sizes: 20,000 placemarks, 200,000 events, 3 turns of 1 s per server
+               (default: 1,000,000 placemarks, 10,000,000 events, 5 turns of 2 s per server)
+  --keep       keep the database afterwards (default: drop it)
+  -h, --help   show this help and exit
+
+environment:
+  BENCH_DATABASE_URL   PostgreSQL server to create the database on
+                       (default: postgres://postgres@127.0.0.1:5432/postgres)
+`
+
+// Options first, before anything is created: a mistyped option costs one line and exit 2.
+function parseCli() {
+  try {
+    const { values } = parseArgs({
+      options: { quick: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false } }
+    })
+    if (values.help) {
+      process.stdout.write(HELP)
+      process.exit(0)
+    }
+    return values
+  } catch (err) {
+    console.error(`bench: ${(err as Error).message.split('. ')[0]} (see --help)`)
+    process.exit(2)
+  }
+}
+
+const cli = parseCli()
+const quick = cli.quick
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
-const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } } })
-const quick = values.quick
 const PLACEMARKS = quick ? 20_000 : 1_000_000
 const EVENTS = quick ? 200_000 : 10_000_000
 const USERS = quick ? 2_000 : 100_000
 const GUILDS = 100
 const DURATION = quick ? 3 : 10
 const WARMUP = quick ? 1 : 3
+// Short alternating turns, so that a slow spell of the shared machine (seconds long) falls on every server.
+const TURNS = quick ? 3 : 5
+const TURN_SECONDS = quick ? 1 : 2
 const CONNECTIONS = 32
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
-interface EndpointResult { rps: number; p50_ms: number; p99_ms: number; baseline_rps: number | null; ratio: number | null; non2xx: number }
-const results: { endpoints: Record<string, EndpointResult>; import?: Record<string, number>; activity_import?: Record<string, number>; server?: Record<string, number>; quick: boolean; machine: string; at: string } = {
-  endpoints: {}, quick, machine: `${process.platform} ${process.arch}, node ${process.version}`, at: new Date().toISOString()
+// The small answers measured against the peers, by figure name (the names of bench/targets.json).
+const PEER_FIGURES: { name: string; path: string; auth?: boolean }[] = [
+  { name: 'one placemark', path: '/api/v1/placemarks/1' },
+  { name: 'stats', path: '/api/v1/stats' },
+  { name: 'folders', path: '/api/v1/folders' },
+  { name: 'placemarks page (10)', path: '/api/v1/placemarks?limit=10' },
+  { name: 'auth/me', path: '/api/auth/me', auth: true }
+]
+
+type Figure = Record<string, number | string>
+interface Check { figure: string; target: string; pass: boolean }
+interface Side { name: string; base: string }
+interface Answer { url: string; contentType: string; bodyBase64: string }
+
+const results = {
+  quick,
+  machine: `${process.platform} ${process.arch}, node ${process.version}`,
+  at: new Date().toISOString(),
+  settings: { connections: CONNECTIONS, duration_s: DURATION, warmup_s: WARMUP, turns: TURNS, turn_s: TURN_SECONDS },
+  figures: {} as Record<string, Figure>,
+  checks: [] as Check[]
 }
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const round2 = (x: number) => Math.round(x * 100) / 100
 
 function run(cmd: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
   const started = performance.now()
@@ -40,8 +100,9 @@ function run(cmd: string, args: string[], env: Record<string, string>): Promise<
   })
 }
 
-async function startProcess(args: string[], env: Record<string, string>, ready: (line: string) => string | null): Promise<{ child: ChildProcess; value: string }> {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+// Starts a Node child and waits for the stdout line that says it is ready; returns what `ready` took from it.
+async function startProcess(args: string[], ready: (line: string) => string | null): Promise<{ child: ChildProcess; value: string }> {
+  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
   const lines = createInterface({ input: child.stdout! })
   for await (const line of lines) {
     const value = ready(line)
@@ -53,41 +114,91 @@ async function startProcess(args: string[], env: Record<string, string>, ready: 
   throw new Error(`process ${args.join(' ')} exited before it was ready`)
 }
 
+async function stop(child: ChildProcess) {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  child.kill('SIGTERM')
+  await once(child, 'exit')
+}
+
 async function load(url: string, opts: { requests?: autocannon.Request[]; headers?: Record<string, string>; connections?: number; duration?: number } = {}) {
   const r = await autocannon({ url, connections: opts.connections ?? CONNECTIONS, duration: opts.duration ?? DURATION, headers: opts.headers, requests: opts.requests })
   // Requests over the run's actual length: autocannon's average is over whole-second samples.
-  return { rps: r.requests.total / r.duration, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts }
+  return { requests: r.requests.total, seconds: r.duration, rps: r.requests.total / r.duration, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts }
 }
 
-// The bare server's path for an endpoint's bytes: plain characters only, so that the router matches it as is.
-const barePath = (name: string) => `/b/${name.replace(/[^a-z0-9]+/gi, '-')}`
+// A GET with autocannon's headers (no accept-encoding), so the bytes kept are the bytes the load gets.
+function getBytes(url: string, headers: Record<string, string> = {}): Promise<{ status: number; contentType: string; body: Buffer }> {
+  return new Promise((done, fail) => {
+    httpRequest(url, { headers }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => done({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks) }))
+    }).on('error', fail).end()
+  })
+}
 
-// Rounds of the alternation below: short turns, so that a slow spell of the machine (seconds long on this
-// shared one) falls on both sides; two 5-second halves each moved single ratios by ±0.1. A turn lasts at
-// least a second (autocannon counts whole seconds).
-const ROUNDS = quick ? 3 : 5
+// The exact answers of our (warmed) server that the peers will serve.
+async function fetchAnswers(base: string, token: string | null): Promise<Answer[]> {
+  const answers: Answer[] = []
+  for (const { path, auth } of PEER_FIGURES) {
+    if (auth && !token) continue
+    const res = await getBytes(base + path, auth ? { authorization: `Bearer ${token}` } : {})
+    if (res.status !== 200) throw new Error(`${path} answered ${res.status}`)
+    answers.push({ url: path, contentType: res.contentType, bodyBase64: res.body.toString('base64') })
+  }
+  return answers
+}
+
+async function startPeer(name: string, answersFile: string): Promise<Side & { child: ChildProcess }> {
+  const { child, value } = await startProcess(['--import', 'tsx', `bench/peers/${name}.ts`, answersFile], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null))
+  return { name, base: `http://127.0.0.1:${value}`, child }
+}
+
+// The comparison is fair only if a peer answers the very status, content-type and bytes ours did.
+async function checkSameBytes(peer: Side, answers: Answer[]) {
+  for (const a of answers) {
+    const res = await getBytes(peer.base + a.url)
+    if (res.status !== 200 || res.contentType !== a.contentType || res.body.toString('base64') !== a.bodyBase64) throw new Error(`the ${peer.name} peer answers ${a.url} differently from our server`)
+  }
+}
 
 /**
- * Measures a route and its baseline in alternating turns (baseline, route, baseline, route…), DURATION
- * seconds each in all, so that a slow spell of the shared machine weighs on both sides of the ratio alike.
+ * Measures one URL on every side in alternating short turns, the first side rotating each round, so that
+ * a slow spell of the shared machine weighs on all alike; a side's rate is its requests over its seconds.
  */
-async function paired(url: string, baselineUrl: string, opts: { headers?: Record<string, string> } = {}) {
-  // Warm up both sides first: the first seconds of a fresh process run unoptimized code.
-  await load(baselineUrl, { duration: WARMUP })
-  await load(url, { ...opts, duration: WARMUP })
-  const turns: Awaited<ReturnType<typeof load>>[][] = [[], []]
-  for (let i = 0; i < ROUNDS; i++) {
-    turns[1].push(await load(baselineUrl, { duration: DURATION / ROUNDS }))
-    turns[0].push(await load(url, { ...opts, duration: DURATION / ROUNDS }))
+async function alternate(sides: Side[], path: string, headers?: Record<string, string>) {
+  // Warm up each side first: the first seconds of a fresh code path run unoptimized.
+  for (const side of sides) await load(side.base + path, { headers, duration: WARMUP })
+  const totals = sides.map(() => ({ requests: 0, seconds: 0, p99: 0, non2xx: 0 }))
+  for (let turn = 0; turn < TURNS; turn++) {
+    for (let k = 0; k < sides.length; k++) {
+      const i = (turn + k) % sides.length
+      const r = await load(sides[i].base + path, { headers, duration: TURN_SECONDS })
+      totals[i].requests += r.requests
+      totals[i].seconds += r.seconds
+      totals[i].p99 = Math.max(totals[i].p99, r.p99)
+      totals[i].non2xx += r.non2xx
+    }
   }
-  const baselineErrors = turns[1].reduce((sum, r) => sum + r.non2xx, 0)
-  if (baselineErrors) throw new Error(`the baseline ${baselineUrl} gave ${baselineErrors} non-2xx answers: its figure would mean nothing`)
-  return turns.map((runs) => ({
-    rps: runs.reduce((sum, r) => sum + r.rps, 0) / runs.length,
-    p50: Math.max(...runs.map((r) => r.p50)),
-    p99: Math.max(...runs.map((r) => r.p99)),
-    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0)
-  })) as [Awaited<ReturnType<typeof load>>, Awaited<ReturnType<typeof load>>]
+  return totals.map((t) => ({ rps: t.requests / t.seconds, p99: t.p99, non2xx: t.non2xx }))
+}
+
+// Our server against both peers, one URL after the other; only one server is under load at a time.
+async function measureAgainstPeers(base: string, token: string | null, answers: Answer[], peers: Side[]) {
+  const sides = [{ name: 'ours', base }, ...peers]
+  for (const { name, path, auth } of PEER_FIGURES) {
+    if (auth && !token) continue
+    const [ours, fastify, express] = await alternate(sides, path, auth ? { authorization: `Bearer ${token}` } : undefined)
+    if (fastify.non2xx || express.non2xx) throw new Error(`a peer gave non-2xx answers for ${path}: its figure would mean nothing`)
+    const bytes = Buffer.from(answers.find((a) => a.url === path)!.bodyBase64, 'base64').length
+    results.figures[name] = { url: path, bytes, rps: Math.round(ours.rps), fastify_rps: Math.round(fastify.rps), express_rps: Math.round(express.rps), vs_fastify: round2(ours.rps / fastify.rps), vs_express: round2(ours.rps / express.rps), p99_ms: ours.p99, non2xx: ours.non2xx }
+    log(`  ${name}: ${Math.round(ours.rps)} req/s, fastify ${Math.round(fastify.rps)}, express ${Math.round(express.rps)}`)
+  }
+}
+
+function record(name: string, r: Awaited<ReturnType<typeof load>>) {
+  results.figures[name] = { rps: Math.round(r.rps), p50_ms: r.p50, p99_ms: r.p99, non2xx: r.non2xx }
+  log(`  ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms`)
 }
 
 // CPU seconds a process has used so far (Linux), or null where /proc is not there.
@@ -117,7 +228,7 @@ async function settle(pid: number) {
   const started = Date.now()
   let last = cpuSeconds(pid)
   while (last !== null && Date.now() - started < 300_000) {
-    await new Promise((r) => setTimeout(r, 1000))
+    await sleep(1000)
     const now = cpuSeconds(pid)
     if (now === null || now - last < 0.05) return
     last = now
@@ -130,9 +241,66 @@ async function quiesce(admin: pg.Client, dbName: string) {
   while (Date.now() - started < 300_000) {
     const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND (backend_type = 'autovacuum worker' OR query ILIKE 'vacuum%' OR query ILIKE 'analyze%')`, [dbName])
     if (rows[0].n === 0) return
-    await new Promise((r) => setTimeout(r, 1000))
+    await sleep(1000)
   }
   log('  autovacuum still running after 5 minutes; measuring anyway')
+}
+
+async function importPlacemarks(DATABASE_URL: string) {
+  const dataDir = join(root, 'bench', 'data')
+  mkdirSync(dataDir, { recursive: true })
+  const kml = join(dataDir, `placemarks-${PLACEMARKS}.kml`)
+  // Generated once per size: the file is the same every run.
+  if (!existsSync(kml)) {
+    log(`generating ${PLACEMARKS} placemarks → ${kml}`)
+    await generateKml(kml, PLACEMARKS, 1)
+  }
+  log(`importing ${kml}`)
+  const imp = await run(process.execPath, ['--import', 'tsx', 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL })
+  if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
+  const m = /in ([\d.]+) s[\s\S]*peak RSS (\d+) MB/.exec(imp.stdout)
+  const seconds = m ? Number(m[1]) : imp.seconds
+  results.figures.import = { placemarks: PLACEMARKS, seconds, per_second: Math.round(PLACEMARKS / seconds), peak_rss_mb: m ? Number(m[2]) : -1, wall_seconds: Math.round(imp.seconds * 10) / 10 }
+  log(`  ${results.figures.import.per_second} placemarks/s, peak RSS ${results.figures.import.peak_rss_mb} MB`)
+}
+
+async function seedActivity(DATABASE_URL: string) {
+  log(`seeding ${EVENTS} activity events over ${GUILDS} guilds`)
+  const act = await run(process.execPath, ['--import', 'tsx', 'scripts/seed-activity.ts', '--guilds', String(GUILDS), '--users', String(USERS), '--events', String(EVENTS), '--seed', '7'], { DATABASE_URL })
+  if (act.code !== 0) throw new Error(`activity seed failed: ${act.stderr}`)
+  results.figures['activity seed'] = { events: EVENTS, seconds: Math.round(act.seconds * 10) / 10, per_second: Math.round(EVENTS / act.seconds) }
+  log(`  ${results.figures['activity seed'].per_second} events/s (wall clock, including start-up)`)
+}
+
+// The server under test, with limits out of the way of the load generator; stderr shown so a crash is visible.
+async function startServer(DATABASE_URL: string): Promise<{ child: ChildProcess; base: string }> {
+  const port = 20000 + Math.floor(Math.random() * 20000)
+  const base = `http://127.0.0.1:${port}`
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+    cwd: root, stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn' }
+  })
+  for (let i = 0; i < 120; i++) {
+    if (child.exitCode !== null) throw new Error(`the server exited with code ${child.exitCode} before answering /health`)
+    try { if ((await fetch(`${base}/health`)).ok) return { child, base } } catch { /* not up yet */ }
+    await sleep(500)
+  }
+  child.kill('SIGTERM')
+  throw new Error('the server did not answer /health within 60 s')
+}
+
+// Unique random city-sized boxes for every request: the benchmark measures the index, not a cache.
+function randomBoxes(): autocannon.Request[] {
+  const rand = mulberry32(42)
+  const cities: [number, number][] = [[-115.17, 36.11], [-118.24, 34.05], [-74.0, 40.71], [-0.12, 51.5], [2.35, 48.86], [139.69, 35.69]]
+  const boxes = Array.from({ length: 200_000 }, () => {
+    const [lon, lat] = cities[Math.floor(rand() * cities.length)]
+    const x = lon + (rand() - 0.5) * 0.5
+    const y = lat + (rand() - 0.5) * 0.5
+    return `/api/v1/spatial/bbox?min_lon=${(x - 0.02).toFixed(4)}&min_lat=${(y - 0.02).toFixed(4)}&max_lon=${(x + 0.02).toFixed(4)}&max_lat=${(y + 0.02).toFixed(4)}&limit=100`
+  })
+  let next = 0
+  return [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: boxes[next++ % boxes.length] }) }]
 }
 
 async function main() {
@@ -145,126 +313,55 @@ async function main() {
   const DATABASE_URL = dbUrl.toString()
   const children: ChildProcess[] = []
   try {
-    // 1. Placemarks: generate the KML once per size, import it with the real CLI.
-    const dataDir = join(root, 'bench', 'data')
-    mkdirSync(dataDir, { recursive: true })
-    const kml = join(dataDir, `placemarks-${PLACEMARKS}.kml`)
-    if (!existsSync(kml)) {
-      log(`generating ${PLACEMARKS} placemarks → ${kml}`)
-      await generateKml(kml, PLACEMARKS, 1)
-    }
-    log(`importing ${kml}`)
-    const imp = await run(process.execPath, ['--import', 'tsx', 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL })
-    if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
-    const m = /in ([\d.]+) s[\s\S]*peak RSS (\d+) MB/.exec(imp.stdout)
-    const importSeconds = m ? Number(m[1]) : imp.seconds
-    results.import = { placemarks: PLACEMARKS, seconds: importSeconds, per_second: Math.round(PLACEMARKS / importSeconds), peak_rss_mb: m ? Number(m[2]) : -1, wall_seconds: Math.round(imp.seconds * 10) / 10 }
-    log(`  ${results.import.per_second} placemarks/s, peak RSS ${results.import.peak_rss_mb} MB`)
+    await importPlacemarks(DATABASE_URL)
+    if (existsSync(join(root, 'scripts', 'seed-activity.ts'))) await seedActivity(DATABASE_URL)
 
-    // 2. Activity events through the seed CLI, when the analytics part is present.
-    if (existsSync(join(root, 'scripts', 'seed-activity.ts'))) {
-      log(`seeding ${EVENTS} activity events over ${GUILDS} guilds`)
-      const act = await run(process.execPath, ['--import', 'tsx', 'scripts/seed-activity.ts', '--guilds', String(GUILDS), '--users', String(USERS), '--events', String(EVENTS), '--seed', '7'], { DATABASE_URL })
-      if (act.code !== 0) throw new Error(`activity seed failed: ${act.stderr}`)
-      results.activity_import = { events: EVENTS, seconds: Math.round(act.seconds * 10) / 10, per_second: Math.round(EVENTS / act.seconds) }
-      log(`  ${results.activity_import.per_second} events/s (wall clock, including start-up)`)
-    }
-
-    // Vacuum now: an autovacuum of the 10M events starting in the middle of a measurement would take a core.
+    // Vacuum now: an autovacuum of the events starting in the middle of a measurement would take a core.
     const vacuum = new pg.Client({ connectionString: DATABASE_URL })
     await vacuum.connect()
     await vacuum.query('VACUUM (ANALYZE)').finally(() => vacuum.end())
 
-    // 3. The server under test, with limits out of the way of the load generator.
-    const port = 20000 + Math.floor(Math.random() * 20000)
-    const base = `http://127.0.0.1:${port}`
-    const serverChild = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
-      cwd: root, stdio: 'ignore',
-      env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn' }
-    })
-    children.push(serverChild)
-    for (let i = 0; i < 120; i++) {
-      try { if ((await fetch(`${base}/health`)).ok) break } catch { /* not up yet */ }
-      await new Promise((r) => setTimeout(r, 500))
-    }
-
-    const cached: Record<string, string> = {
-      'placemarks page': '/api/v1/placemarks?limit=100&offset=5000',
-      'one placemark': `/api/v1/placemarks/${Math.floor(PLACEMARKS / 2)}`,
-      timeline: '/api/v1/timeline',
-      folders: '/api/v1/folders',
-      stats: '/api/v1/stats'
-    }
-    const bodies: Record<string, string> = {}
-    for (const [name, path] of Object.entries(cached)) {
-      const res = await fetch(base + path)
-      if (!res.ok) throw new Error(`${path} answered ${res.status}`)
-      bodies[barePath(name)] = await res.text()
-    }
-    const bodiesFile = join(dataDir, 'bare-bodies.json')
-    writeFileSync(bodiesFile, JSON.stringify(bodies))
-    const bare = await startProcess(['--import', 'tsx', 'bench/bare-server.ts', bodiesFile], {}, (line) => (line.startsWith('http') ? line.trim() : null))
-    children.push(bare.child)
-
-    const record = (name: string, r: Awaited<ReturnType<typeof load>>, baseline: number | null) => {
-      results.endpoints[name] = { rps: Math.round(r.rps), p50_ms: r.p50, p99_ms: r.p99, baseline_rps: baseline === null ? null : Math.round(baseline), ratio: baseline ? Math.round((r.rps / baseline) * 100) / 100 : null, non2xx: r.non2xx }
-      log(`  ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms${baseline ? `, ratio ${(r.rps / baseline).toFixed(2)}` : ''}`)
-      // A figure made of error answers measures nothing: say so loudly.
-      if (r.non2xx) log(`  WARNING: ${name} had ${r.non2xx} non-2xx answers, errors or timeouts`)
-    }
-
+    const server = await startServer(DATABASE_URL)
+    children.push(server.child)
     await quiesce(admin, dbName)
-    if (serverChild.pid) await settle(serverChild.pid)
+    if (server.child.pid) await settle(server.child.pid)
+    const token = await signIn(server.base).catch((err: Error) => { log(`  sign-in for the auth benchmarks failed: ${err.message}`); return null })
 
-    log('load: cached placemark reads against the bare server returning the same bytes')
-    for (const [name, path] of Object.entries(cached)) {
-      const [real, baseline] = await paired(base + path, bare.value + barePath(name))
-      record(name, real, baseline.rps)
-    }
+    log('load: small answers, ours against bare Fastify and Express peers serving the same bytes')
+    const answers = await fetchAnswers(server.base, token)
+    const answersFile = join(root, 'bench', 'data', 'peer-answers.json')
+    writeFileSync(answersFile, JSON.stringify(answers))
+    const peers = [await startPeer('fastify', answersFile), await startPeer('express', answersFile)]
+    children.push(...peers.map((p) => p.child))
+    for (const peer of peers) await checkSameBytes(peer, answers)
+    await measureAgainstPeers(server.base, token, answers, peers)
+    // The peers are done: they take no memory or CPU from the rest.
+    for (const peer of peers) await stop(peer.child)
 
-    log('load: bbox, random city-sized boxes')
-    const rand = mulberry32(42)
-    const cities: [number, number][] = [[-115.17, 36.11], [-118.24, 34.05], [-74.0, 40.71], [-0.12, 51.5], [2.35, 48.86], [139.69, 35.69]]
-    // Unique boxes for every request: the benchmark measures the index, not a cache.
-    const boxes = Array.from({ length: 200_000 }, () => {
-      const [lon, lat] = cities[Math.floor(rand() * cities.length)]
-      const x = lon + (rand() - 0.5) * 0.5
-      const y = lat + (rand() - 0.5) * 0.5
-      return `/api/v1/spatial/bbox?min_lon=${(x - 0.02).toFixed(4)}&min_lat=${(y - 0.02).toFixed(4)}&max_lon=${(x + 0.02).toFixed(4)}&max_lat=${(y + 0.02).toFixed(4)}&limit=100`
-    })
-    let next = 0
-    const randomBoxes = [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: boxes[next++ % boxes.length] }) }]
-    await load(base, { requests: randomBoxes, duration: WARMUP })
-    record('bbox (random city boxes, 1 connection)', await load(base, { requests: randomBoxes, connections: 1 }), null)
-    record('bbox (random city boxes)', await load(base, { requests: randomBoxes }), null)
+    log('load: bbox, random city boxes')
+    const boxes = randomBoxes()
+    await load(server.base, { requests: boxes, duration: WARMUP })
+    record('bbox (random city boxes, 1 connection)', await load(server.base, { requests: boxes, connections: 1 }))
+    record('bbox (random city boxes, 32 connections)', await load(server.base, { requests: boxes }))
+    const memory = server.child.pid ? memoryMb(server.child.pid) : null
+    if (memory) results.figures['server memory'] = memory
 
-    const memory = serverChild.pid ? memoryMb(serverChild.pid) : null
-    if (memory) {
-      results.server = memory
-      log(`  server memory after the box queries: RSS ${memory.rss_mb} MB, peak ${memory.peak_rss_mb} MB`)
-    }
-
-    const token = await signIn(base).catch((err: Error) => { log(`  sign-in for the auth benchmarks failed: ${err.message}`); return null })
     if (token) {
+      log('load: ghosts, one guild')
+      const ghosts = `${server.base}/api/ghosts?guildId=700000000000000001&limit=100`
       const headers = { authorization: `Bearer ${token}` }
-      const [me, constant] = await paired(`${base}/api/auth/me`, `${bare.value}/const`, { headers })
-      log(`  bare constant route: ${Math.round(constant.rps)} req/s`)
-      record('auth/me', me, constant.rps)
-      const guildId = '700000000000000001'
-      const ghosts = `${base}/api/ghosts?guildId=${guildId}&limit=100`
-      record('ghosts (one guild, 1 connection)', await load(ghosts, { headers, connections: 1 }), null)
-      record('ghosts (one guild, 32 connections)', await load(ghosts, { headers }), null)
+      record('ghosts (one guild, 1 connection)', await load(ghosts, { headers, connections: 1 }))
+      record('ghosts (one guild, 32 connections)', await load(ghosts, { headers }))
     }
   } finally {
-    for (const child of children) child.kill('SIGTERM')
-    await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : null)))
-    if (!values.keep) await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {})
+    await Promise.all(children.map(stop))
+    if (!cli.keep) await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {})
     await admin.end()
   }
 
-  mkdirSync(join(root, 'bench'), { recursive: true })
+  results.checks = checkTargets(JSON.parse(readFileSync(join(root, 'bench', 'targets.json'), 'utf8')))
   writeFileSync(join(root, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`)
-  printTable()
+  printTables()
 }
 
 // Signs in as the first demo user through the development identity provider, like a browser would.
@@ -272,7 +369,8 @@ async function signIn(base: string): Promise<string> {
   const login = await fetch(`${base}/api/auth/identity/login`, { redirect: 'manual' })
   const authorize = login.headers.get('location')
   if (!authorize) throw new Error(`login answered ${login.status}`)
-  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]
+  // Every cookie the login sets goes back (state, and the PKCE verifier where the server uses one).
+  const cookie = login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ')
   const page = await (await fetch(new URL(authorize, base))).text()
   const href = /href="([^"]*code=[^"]*)"/.exec(page)?.[1]?.replace(/&#38;|&amp;/g, '&')
   if (!href) throw new Error('no sign-in link on the authorize page')
@@ -282,14 +380,39 @@ async function signIn(base: string): Promise<string> {
   return ((await res.json()) as { accessToken: string }).accessToken
 }
 
-function printTable() {
-  const rows = Object.entries(results.endpoints).map(([name, r]) =>
-    `| ${name} | ${r.rps} | ${r.p50_ms} | ${r.p99_ms} | ${r.baseline_rps ?? '–'} | ${r.ratio ?? '–'} |`)
-  console.log(['| endpoint | req/s | p50 ms | p99 ms | baseline req/s | ratio |', '|---|---|---|---|---|---|', ...rows].join('\n'))
-  if (results.import) console.log(`\nimport: ${results.import.placemarks} placemarks in ${results.import.seconds} s = ${results.import.per_second}/s, peak RSS ${results.import.peak_rss_mb} MB`)
-  if (results.activity_import) console.log(`activity: ${results.activity_import.events} events in ${results.activity_import.seconds} s = ${results.activity_import.per_second}/s`)
-  if (results.server) console.log(`server: RSS ${results.server.rss_mb} MB after the box queries, peak ${results.server.peak_rss_mb} MB`)
-  console.log('\nwritten: bench/results.json')
+/**
+ * Judges each figure of bench/targets.json: {"at_least": {metric: n}, "below": {metric: n}}. A figure not
+ * measured, or with any non-2xx answer, error or timeout, fails: it would measure nothing.
+ */
+function checkTargets(targets: Record<string, { at_least?: Record<string, number>; below?: Record<string, number> }>): Check[] {
+  return Object.entries(targets).map(([figure, t]) => {
+    const f = results.figures[figure]
+    const value = (metric: string) => (typeof f?.[metric] === 'number' ? (f[metric] as number) : NaN)
+    const atLeast = Object.entries(t.at_least ?? {}).map(([m, n]) => ({ text: `${m} >= ${n}`, ok: value(m) >= n }))
+    const below = Object.entries(t.below ?? {}).map(([m, n]) => ({ text: `${m} < ${n}`, ok: value(m) < n }))
+    const parts = [...atLeast, ...below]
+    return { figure, target: parts.map((p) => p.text).join(', '), pass: f !== undefined && !f.non2xx && parts.every((p) => p.ok) }
+  })
+}
+
+function printTables() {
+  const checks = new Map(results.checks.map((c) => [c.figure, c]))
+  const verdict = (name: string) => { const c = checks.get(name); return c ? `${c.target} | ${c.pass ? 'PASS' : 'FAIL'}` : '– | –' }
+  const peerNames = PEER_FIGURES.map((p) => p.name)
+  const peerRows = peerNames.filter((n) => results.figures[n]).map((n) => {
+    const f = results.figures[n]
+    return `| ${n} | ${f.bytes} | ${f.rps} | ${f.fastify_rps} | ${f.express_rps} | ${f.vs_fastify} | ${f.vs_express} | ${verdict(n)} |`
+  })
+  console.log([`| figure (${CONNECTIONS} connections, ${TURNS} turns of ${TURN_SECONDS} s) | bytes | ours req/s | fastify req/s | express req/s | vs fastify | vs express | target | result |`, '|---|---|---|---|---|---|---|---|---|', ...peerRows].join('\n'))
+  // Every other figure, and any targeted one that was not measured.
+  const others = [...new Set([...Object.keys(results.figures), ...checks.keys()])].filter((n) => !results.figures[n]?.fastify_rps)
+  const otherRows = others.map((n) => {
+    const f = results.figures[n]
+    return `| ${n} | ${f ? Object.entries(f).map(([k, v]) => `${k} ${v}`).join(', ') : 'not measured'} | ${verdict(n)} |`
+  })
+  console.log(['', '| figure | measured | target | result |', '|---|---|---|---|', ...otherRows].join('\n'))
+  const passed = results.checks.filter((c) => c.pass).length
+  console.log(`\n${passed} of ${results.checks.length} targets met${quick ? ' (quick sizes: the targets are set for the full run)' : ''}; written: bench/results.json`)
 }
 
 await main()

@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { resolve } from 'node:path'
 import pg from 'pg'
-import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../app.ts'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import fp from 'fastify-plugin'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import app, { serverOptions } from '../app.ts'
 import { loadConfig, type Config } from '../lib/config.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
 
@@ -56,9 +59,34 @@ export function testConfig(overrides: Partial<Config> = {}, env: Record<string, 
   return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', SEED_SAMPLE_DATA: 'false', ...testSecrets, ...env }, overrides)
 }
 
+export interface BuildOptions {
+  config: Config
+  db?: DatabaseHandle
+  logger?: FastifyServerOptions['logger']
+  // Observes every route as it is registered (the OpenAPI completeness test lists them this way).
+  onRoute?: (route: { method: string | string[]; url: string; schema?: unknown }) => void
+}
+
+/** The server as server.ts builds it: Fastify with the app's options, the app registered as a plugin. */
+export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
+  const server = Fastify({ ...serverOptions(options.config), logger: options.logger ?? false }).withTypeProvider<TypeBoxTypeProvider>()
+  if (options.onRoute) server.addHook('onRoute', options.onRoute)
+  await server.register(fp(app, { name: 'app' }), { config: options.config, db: options.db })
+  return server as unknown as FastifyInstance
+}
+
 export async function buildTestApp(t: Teardown, handle: DatabaseHandle, overrides: Partial<Config> = {}, env: Record<string, string> = {}): Promise<FastifyInstance> {
   const app = await buildApp({ config: testConfig(overrides, env), db: handle, logger: false })
   await app.ready()
   t.teardown(() => app.close())
   return app
+}
+
+/** A loopback port free right now: for servers whose public address must be known before they listen. */
+export async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
 }

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import type { Redis } from 'ioredis'
 import type { Database } from '../../db/types.ts'
 import { ChangeFeed } from '../change-feed.ts'
-import { LruCache } from '../lru.ts'
+import { LRUCache } from 'lru-cache'
 
 export const PROFILE_CHANNEL = 'user-changed'
 
@@ -24,14 +24,19 @@ export interface ProfileCacheOptions<V> {
  * write, and at once when that write is published on Redis. A load that races an invalidation is
  * served but not kept, so an entry is never older than the last invalidation.
  */
-export class ProfileCache<V> {
-  readonly #lru: LruCache<{ value: V; at: number }>
-  readonly #inflight = new Map<string, Promise<V | undefined>>()
+export class ProfileCache<V extends object> {
+  readonly #lru: LRUCache<string, V>
   readonly #feed: ChangeFeed
-  #generation = 0
 
-  constructor(private readonly opts: ProfileCacheOptions<V>) {
-    this.#lru = new LruCache(opts.maxEntries)
+  constructor(opts: ProfileCacheOptions<V>) {
+    this.#lru = new LRUCache<string, V>({
+      max: Math.max(1, opts.maxEntries),
+      ttl: opts.ttlMs,
+      // A user written while the load ran is served but not kept (the invalidation aborted it).
+      ignoreFetchAbort: true,
+      // Concurrent misses for one user share one load.
+      fetchMethod: (userId) => opts.load(userId)
+    })
     this.#feed = new ChangeFeed({
       db: opts.db, table: 'users', column: 'updated_at', pollMs: opts.pollMs, since: new Date(),
       redis: opts.redis, channel: PROFILE_CHANNEL, onChange: (id) => this.invalidate(id), onError: opts.onError
@@ -40,33 +45,15 @@ export class ProfileCache<V> {
 
   /** The cached profile if it is there and fresh, without waiting for anything. */
   peek(userId: string): V | undefined {
-    const hit = this.#lru.get(userId)
-    return hit && Date.now() - hit.at < this.opts.ttlMs ? hit.value : undefined
+    return this.#lru.get(userId)
   }
 
   get(userId: string): Promise<V | undefined> {
-    const hit = this.peek(userId)
-    if (hit !== undefined) return Promise.resolve(hit)
-    // Concurrent misses for one user share one load.
-    let pending = this.#inflight.get(userId)
-    if (!pending) {
-      const generation = this.#generation
-      const load: Promise<V | undefined> = this.opts.load(userId).then((value) => {
-        if (value !== undefined && generation === this.#generation) this.#lru.set(userId, { value, at: Date.now() })
-        return value
-      }).finally(() => {
-        if (this.#inflight.get(userId) === load) this.#inflight.delete(userId)
-      })
-      this.#inflight.set(userId, load)
-      pending = load
-    }
-    return pending
+    return this.#lru.fetch(userId)
   }
 
   invalidate(userId: string): void {
-    this.#generation++
     this.#lru.delete(userId)
-    this.#inflight.delete(userId)
   }
 
   // This instance changed the user: drop it here and tell the other instances.

@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg'
 import { copyText, copyWriter } from '../db/copy-writer.ts'
 import type { DatabaseHandle } from '../../db/index.ts'
+import { DATASET_CHANNEL } from '../../db/dataset-changes.ts'
 import { readKmlBatches, type KmlPlacemark } from '../kml/reader.ts'
 import { parseNameDate } from '../timeline/name-date.ts'
 import { boundsOf } from '../geo/box.ts'
@@ -106,9 +107,12 @@ async function commitShadowImport(client: PoolClient, summary: ImportSummary): P
      RETURNING version`,
     [summary.source, summary.timeZone, JSON.stringify({ placemarks: summary.placemarks, skipped: summary.skipped })]
   )
+  const version = Number(rows[0].version)
+  // Delivered to every listening server at the commit, and never if the import rolls back.
+  await client.query('SELECT pg_notify($1, $2)', [DATASET_CHANNEL, String(version)])
   await client.query('ANALYZE placemarks')
   await client.query('COMMIT')
-  return Number(rows[0].version)
+  return version
 }
 
 async function databaseSink(handle: DatabaseHandle): Promise<Sink> {

@@ -33,7 +33,6 @@ const GhostsResponse = Type.Object({
 
 const ghosts: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/ghosts', {
-    onRequest: app.authenticate,
     schema: {
       tags: ['Analytics'],
       summary: 'Ghosts of a guild: members who type but do not post',

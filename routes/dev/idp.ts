@@ -27,7 +27,7 @@ const devIdp: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     const { client_id, redirect_uri, response_type, scope = '', state } = request.query
-    const idp = app.idpSettings()
+    const idp = app.identityProvider
     if (client_id !== idp.clientId || redirect_uri !== idp.redirectUri || response_type !== 'code') {
       return reply.code(400).send({ error: 'Bad Request', message: 'Unknown client_id or redirect_uri, or response_type is not code' })
     }
@@ -54,8 +54,8 @@ const devIdp: FastifyPluginAsyncTypebox = async (app) => {
     const body = (request.body ?? {}) as Record<string, string>
     const grant = codes.get(body.code ?? '')
     codes.delete(body.code ?? '')
-    const idp = app.idpSettings()
-    if (body.client_id !== idp.clientId || body.client_secret !== app.devIdpClientSecret) return reply.code(401).send(oauthError('invalid_client', 'unknown client'))
+    const idp = app.identityProvider
+    if (body.client_id !== idp.clientId || body.client_secret !== idp.clientSecret) return reply.code(401).send(oauthError('invalid_client', 'unknown client'))
     if (body.grant_type !== 'authorization_code' || !grant || grant.expires < Date.now() || grant.redirectUri !== body.redirect_uri) {
       return reply.code(400).send(oauthError('invalid_grant', 'unknown, used or expired code'))
     }

@@ -1,18 +1,16 @@
 import t from 'tap'
-import type { AddressInfo } from 'node:net'
-import { buildApp } from '../../app.ts'
-import { openTestDatabase, testConfig } from '../helper.ts'
+import { buildApp, freePort, openTestDatabase, testConfig } from '../helper.ts'
 
 t.test('the development identity provider signs a person in over real HTTP', async (t) => {
   const handle = await openTestDatabase(t, 'pglite')
   const probe = testConfig()
   t.equal(probe.devIdp, true)
-  const app = await buildApp({ config: testConfig({ PORT: 0 }), db: handle, logger: false })
-  await app.listen({ port: 0, host: '127.0.0.1' })
+  // The provider's URLs come from PUBLIC_URL, known before the server listens: take a free port first.
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const app = await buildApp({ config: testConfig({ PORT: port, PUBLIC_URL: base }), db: handle, logger: false })
+  await app.listen({ port, host: '127.0.0.1' })
   t.teardown(() => app.close())
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
-  // The browser-facing URLs use PUBLIC_URL; point it at the test port.
-  app.config.PUBLIC_URL = base
 
   const login = await fetch(`${base}/api/auth/identity/login`, { redirect: 'manual' })
   t.equal(login.status, 302)

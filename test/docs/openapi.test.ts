@@ -1,6 +1,6 @@
 import t from 'tap'
 import SwaggerParser from '@apidevtools/swagger-parser'
-import { buildApp } from '../../app.ts'
+import { buildApp } from '../helper.ts'
 import { openTestDatabase, testConfig } from '../helper.ts'
 
 t.test('the served OpenAPI document is valid and lists every route', async (t) => {

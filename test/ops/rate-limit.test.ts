@@ -1,7 +1,7 @@
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
-import { LocalCounters, windowMs } from '../../lib/rate-limit.ts'
+import { durationMs } from '../../lib/duration.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
@@ -91,19 +91,23 @@ t.test('the auth routes have their own budget; windows end; a bad window refuses
   await t.rejects(buildTestApp(t, handle, { RATE_LIMIT_WINDOW: 'soon' }), /RATE_LIMIT_WINDOW/)
 })
 
-t.test('local counters forget ended windows', async (t) => {
-  const counters = new LocalCounters()
-  t.teardown(() => counters.close())
-  t.same(counters.hit('a', 100), { count: 1, ttlMs: 100 })
-  t.equal(counters.hit('a', 100).count, 2)
-  counters.hit('b', 100)
-  t.equal(counters.size, 2)
-  await new Promise((r) => setTimeout(r, 250))
-  t.equal(counters.size, 0, 'swept')
-  t.equal(counters.hit('a', 100).count, 1)
-  t.equal(windowMs('1 minute'), 60_000)
-  t.equal(windowMs('250'), 250)
-  t.equal(windowMs('30s'), 30_000)
-  t.equal(windowMs('never'), null)
-  t.equal(windowMs('0'), null)
+t.test('one duration parser for every lifetime and window setting', async (t) => {
+  t.equal(durationMs('1 minute'), 60_000)
+  t.equal(durationMs('250'), 250)
+  t.equal(durationMs('30s'), 30_000)
+  t.equal(durationMs('15m'), 900_000)
+  t.equal(durationMs('7d'), 604_800_000)
+  t.equal(durationMs('never'), null)
+  t.equal(durationMs('0'), null)
+})
+
+t.test('IPv6 clients are counted by their /64', async (t) => {
+  const handle = await openTestDatabase(t, 'pglite')
+  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 2 })
+  const codes = []
+  for (const address of ['2001:db8:1:2::1', '2001:db8:1:2::ffff', '2001:db8:1:2:aaaa::3']) {
+    codes.push((await app.inject({ url: '/api/v1/folders', remoteAddress: address })).statusCode)
+  }
+  t.same(codes, [200, 200, 429], 'one budget for one /64')
+  t.equal((await app.inject({ url: '/api/v1/folders', remoteAddress: '2001:db8:1:3::1' })).statusCode, 200, 'another /64 has its own')
 })

@@ -1,10 +1,10 @@
 import t from 'tap'
 import { createReadStream } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
-import { buildTestApp, openTestDatabase, projectRoot, testConfig } from '../helper.ts'
-import { buildApp } from '../../app.ts'
+import { buildApp, buildTestApp, dbKinds, openTestDatabase, projectRoot, testConfig } from '../helper.ts'
 import { importPlacemarks } from '../../lib/import/placemarks.ts'
 import { join } from 'node:path'
+import { HttpError } from '../../lib/errors.ts'
 
 t.test('dataset responses are cached per URL and invalidated by an import', async (t) => {
   const handle = await openTestDatabase(t, 'postgres')
@@ -53,13 +53,17 @@ t.test('concurrent misses of one URL share one computation', async (t) => {
   let runs = 0
   let release!: () => void
   let gate = new Promise<void>((r) => { release = r })
-  let answer = 200
-  app.get('/test/shared', { config: { datasetCache: true } }, async (_request, reply) => {
-    runs++
-    const status = answer
-    await gate
-    if (status !== 200) return reply.code(status).send({ error: 'Service Unavailable', message: 'try again' })
-    return { runs }
+  let fail = false
+  // A dataset route of the test's own, cached as routes/api/v1/autohooks.ts caches the real ones.
+  await app.register(async (scoped) => {
+    scoped.addHook('onRoute', (route) => app.datasetCache.cacheRoute(route))
+    scoped.get('/test/shared', async () => {
+      runs++
+      const failing = fail
+      await gate
+      if (failing) throw new HttpError(503, 'try again')
+      return { runs }
+    })
   })
   await app.ready()
 
@@ -90,16 +94,71 @@ t.test('concurrent misses of one URL share one computation', async (t) => {
   t.equal(zipped.body, plain.body, 'a small body is not compressed')
   t.equal(conditional.statusCode, 200, 'another URL\'s ETag does not match')
 
-  // An answer that is not kept (an error) lets each waiter run the route itself.
+  // An error is shared by the requests that waited for it, and not kept: the next request runs the route.
   gate = new Promise<void>((r) => { release = r })
-  answer = 503
+  fail = true
   const failing = Promise.all(Array.from({ length: 4 }, () => app.inject('/test/shared?y=1')))
   await new Promise((r) => setTimeout(r, 50))
   t.equal(runs, 3, 'one ran, three waited')
-  answer = 200
+  fail = false
   release()
   const afterFailure = await failing
-  t.equal(afterFailure[0].statusCode, 503, 'the first got its error')
-  t.same(afterFailure.slice(1).map((a) => a.statusCode), [200, 200, 200], 'the waiters ran the route themselves')
-  t.equal(runs, 6)
+  t.same(afterFailure.map((a) => a.statusCode), [503, 503, 503, 503], 'the waiters share the error')
+  t.same(afterFailure[0].json(), { error: 'Service Unavailable', message: 'try again' })
+  const retried = await app.inject('/test/shared?y=1')
+  t.equal(retried.statusCode, 200, 'the error was not kept')
+  t.equal(runs, 4)
+})
+
+for (const kind of dbKinds) {
+  t.test(`an import is served the moment it commits, HEAD included, on ${kind}`, async (t) => {
+    const handle = await openTestDatabase(t, kind)
+    const sample = join(projectRoot, 'db/sample/sample.kml')
+    const small = join(projectRoot, 'test/fixtures/small.kml')
+    await importPlacemarks(handle, createReadStream(sample), { timeZone: 'UTC', source: 'sample.kml' })
+    // A poll far away: only the import's notification can tell this instance.
+    const app = await buildTestApp(t, handle, { CACHE_VERSION_POLL_MS: 3_600_000 })
+    const before = await app.inject('/api/v1/stats')
+    const head = await app.inject({ method: 'HEAD', url: '/api/v1/stats' })
+    t.equal(head.statusCode, 200)
+    t.equal(head.body, '', 'HEAD has no body')
+    t.equal(head.headers.etag, before.headers.etag, 'HEAD is answered from the cache')
+    t.equal(head.headers['content-length'], String(before.rawPayload.length))
+
+    await importPlacemarks(handle, createReadStream(small), { timeZone: 'UTC', source: 'small.kml' })
+    // The notification arrives on its own connection; give it the time of a round trip.
+    let after = await app.inject('/api/v1/stats')
+    for (let i = 0; i < 50 && after.headers.etag === before.headers.etag; i++) {
+      await new Promise((r) => setTimeout(r, 20))
+      after = await app.inject('/api/v1/stats')
+    }
+    t.equal(after.json().total_placemarks, 7, 'the new dataset is served')
+    t.match(after.headers.etag, /^"2-/)
+    const headAfter = await app.inject({ method: 'HEAD', url: '/api/v1/stats' })
+    t.equal(headAfter.headers.etag, after.headers.etag, 'HEAD follows')
+  })
+}
+
+t.test('dataset routes refuse unknown query parameters and honour Accept-Encoding q-values', async (t) => {
+  const handle = await openTestDatabase(t, 'pglite')
+  await importPlacemarks(handle, createReadStream(join(projectRoot, 'db/sample/sample.kml')), { timeZone: 'UTC', source: 'sample.kml' })
+  const app = await buildTestApp(t, handle)
+  for (const url of ['/api/v1/stats?fresh=1', '/api/v1/placemarks?limit=5&page=2', '/api/v1/folders?x', '/api/v1/timeline?cachebust=1']) {
+    const res = await app.inject(url)
+    t.equal(res.statusCode, 400, url)
+    t.equal(res.json().error, 'Bad Request', url)
+  }
+  const box = '/api/v1/spatial/bbox?min_lon=-180&min_lat=-90&max_lon=180&max_lat=90&limit=3'
+  const boxes = [await app.inject(box), await app.inject(box)]
+  t.same(boxes.map((b) => b.statusCode), [200, 200])
+  t.equal(boxes[1].body, boxes[0].body, 'box queries answer the same twice')
+  t.equal(boxes[0].json().count, 3)
+  t.notOk(boxes[0].headers.etag, 'box queries are answered from the box index, not the answer cache')
+  const url = '/api/v1/placemarks?limit=1000'
+  const encoding = async (header: string) => (await app.inject({ url, headers: { 'accept-encoding': header } })).headers['content-encoding']
+  t.equal(await encoding('gzip'), 'gzip')
+  t.equal(await encoding('gzip;q=0'), undefined, 'gzip;q=0 refuses gzip')
+  t.equal(await encoding('br;q=1, gzip;q=0.5'), 'gzip')
+  t.equal(await encoding('identity'), undefined)
+  t.equal(await encoding('*'), 'gzip')
 })

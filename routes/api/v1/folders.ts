@@ -5,7 +5,6 @@ import { folderNames } from '../../../db/placemarks.ts'
 
 const folders: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/folders', {
-    config: { datasetCache: true },
     schema: {
       tags: ['Placemarks'],
       summary: 'Distinct folder names',

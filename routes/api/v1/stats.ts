@@ -5,7 +5,6 @@ import { datasetStats } from '../../../db/placemarks.ts'
 
 const stats: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/stats', {
-    config: { datasetCache: true },
     schema: {
       tags: ['Placemarks'],
       summary: 'Dataset statistics',

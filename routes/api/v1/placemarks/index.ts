@@ -6,7 +6,6 @@ import { HttpError } from '../../../../lib/errors.ts'
 
 const placemarks: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/', {
-    config: { datasetCache: true },
     schema: {
       tags: ['Placemarks'],
       summary: 'List placemarks',
@@ -20,7 +19,6 @@ const placemarks: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.get('/:id', {
-    config: { datasetCache: true },
     schema: {
       tags: ['Placemarks'],
       summary: 'One placemark with its extended data',

@@ -6,6 +6,8 @@ import { HttpError } from '../../../../lib/errors.ts'
 
 const spatial: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/bbox', {
+    // Answered from the in-memory box index; random boxes would only fill the answer cache.
+    config: { datasetCache: false },
     schema: {
       tags: ['Placemarks'],
       summary: 'Placemarks intersecting a bounding box',

@@ -9,12 +9,10 @@ const description = 'A placemark is an event when its name starts with a date (`
 
 const timeline: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/events', {
-    config: { datasetCache: true },
     schema: { tags: ['Placemarks'], summary: 'Timeline events', description, response: { 200: Type.Array(TimelineEvent), ...errors(429, 503) } }
   }, async () => timelineEvents(app.db))
 
   app.get('/', {
-    config: { datasetCache: true },
     schema: { tags: ['Placemarks'], summary: 'Timeline summary', description, response: { 200: TimelineResponse, ...errors(429, 503) } }
   }, async () => {
     const events = await timelineEvents(app.db)

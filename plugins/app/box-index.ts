@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import type { Box } from '../lib/geo/box.ts'
-import type { BoxIndex, SummaryBytes } from '../lib/geo/box-index.ts'
-import { loadBoxIndex } from '../db/placemarks.ts'
+import type { Box } from '../../lib/geo/box.ts'
+import type { BoxIndex, SummaryBytes } from '../../lib/geo/box-index.ts'
+import { loadBoxIndex } from '../../db/placemarks.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -89,4 +89,4 @@ export default fp(async function boxIndexPlugin(app: FastifyInstance) {
     clearTimeout(retry)
     while (loading) await loading
   })
-}, { name: 'box-index', dependencies: ['config', 'db', 'response-cache'] })
+}, { name: 'box-index', dependencies: ['config', 'db', 'dataset-cache'] })

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
-import { createRedis } from '../lib/redis.ts'
+import { createRedis } from '../../lib/redis.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,10 +1,10 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
-import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
-import type { Database } from '../db/types.ts'
-import { seedSampleIfEmpty } from '../db/sample/seed.ts'
-import { seedDemoActivityIfEmpty } from '../db/sample/activity.ts'
+import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../db/index.ts'
+import type { Database } from '../../db/types.ts'
+import { seedSampleIfEmpty } from '../../db/sample/seed.ts'
+import { seedDemoActivityIfEmpty } from '../../db/sample/activity.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,6 +1,10 @@
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyInstance } from 'fastify'
-import { errorBody, HttpError, isDatabaseUnavailable } from '../lib/errors.ts'
+import { errorBody, HttpError, isDatabaseUnavailable } from '../../lib/errors.ts'
+import { bearerRefusalMessage } from '../external/jwt.ts'
+
+// A bearer token refused by @fastify/jwt (its messages are the contract's) or by fast-jwt beneath it.
+const isTokenError = (err: { code?: string }): boolean => typeof err.code === 'string' && /^(FST_JWT_|FAST_JWT_)/.test(err.code)
 
 // Every non-2xx answer is {error, message}; a 5xx never carries internals.
 export default fp(async function errors(app: FastifyInstance) {
@@ -9,6 +13,7 @@ export default fp(async function errors(app: FastifyInstance) {
       if (err.headers) reply.headers(err.headers)
       return reply.code(err.statusCode).send(errorBody(err.statusCode, err.message))
     }
+    if (isTokenError(err)) return reply.code(401).send(errorBody(401, bearerRefusalMessage((err as FastifyError).code)))
     if (isDatabaseUnavailable(err)) {
       request.log.warn({ code: (err as { code?: string }).code }, 'database unavailable')
       return reply.code(503).header('retry-after', '5').send(errorBody(503, 'The database is unavailable; try again shortly'))
@@ -18,7 +23,6 @@ export default fp(async function errors(app: FastifyInstance) {
       request.log.error({ err }, 'request failed')
       return reply.code(status).send(errorBody(status, 'An unexpected error occurred'))
     }
-    if (status === 429 && !err.validation) return reply.code(429).send(errorBody(429, 'Rate limit exceeded'))
     return reply.code(status).send(errorBody(status, err.message))
   })
 

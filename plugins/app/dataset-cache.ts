@@ -1,0 +1,129 @@
+import fp from 'fastify-plugin'
+import { createHash } from 'node:crypto'
+import { gzipSync } from 'node:zlib'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify'
+import { sql } from 'kysely'
+import { LRUCache } from 'lru-cache'
+import { Negotiator } from '@fastify/accept-negotiator'
+import { listenDatasetChanges } from '../../db/dataset-changes.ts'
+
+/** One kept answer: its bytes as sent, plain and (when worth it) gzipped, with its ETag. */
+interface CachedAnswer {
+  body: Buffer
+  gzip: Buffer | null
+  etag: string
+}
+
+interface Computation {
+  request: FastifyRequest
+  reply: FastifyReply
+  handler: RouteHandlerMethod
+  app: FastifyInstance
+  // The dataset version the computation started on: its ETag names that version.
+  version: number
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    datasetVersion: { current(): number; refresh(): Promise<number>; onChange(listener: (version: number) => void): void }
+    datasetCache: {
+      /** Makes a GET route's answers cached per URL; its handler must return the payload. */
+      cacheRoute(route: RouteOptions): void
+      readonly size: number
+    }
+  }
+}
+
+const GZIP_MIN_BYTES = 1024
+const CACHE_CONTROL = 'public, max-age=0, must-revalidate'
+const JSON_TYPE = 'application/json; charset=utf-8'
+
+/** Adds a token to the answer's Vary header, keeping what is there (CORS's Origin). */
+function addVary(reply: FastifyReply, token: string): void {
+  const current = reply.getHeader('vary')
+  reply.header('vary', current ? `${String(current)}, ${token}` : token)
+}
+
+const notModified = (request: FastifyRequest, etag: string) => {
+  const header = request.headers['if-none-match']
+  return header !== undefined && (header === etag || header === '*' || header.split(',').some((tag) => tag.trim() === etag))
+}
+
+/**
+ * Placemark data changes only by import, so each answer of a dataset route is kept serialized per URL,
+ * as ready bytes (plain and gzip) with its ETag, and sent through Fastify's reply until the dataset
+ * version changes: every hook of every plugin still sees the request and the answer. An import
+ * notifies every instance (PostgreSQL NOTIFY), which drops its cache at once; a poll of the version
+ * stays as the fallback. Concurrent misses of one URL share one computation (lru-cache's fetch).
+ */
+export default fp(async function datasetCache(app: FastifyInstance) {
+  const { config } = app
+  const cache = new LRUCache<string, CachedAnswer, Computation>({
+    max: 10_000,
+    maxSize: 128 * 1024 * 1024,
+    sizeCalculation: (answer, url) => answer.body.length + (answer.gzip?.length ?? 0) + url.length,
+    // An import landing mid-computation clears the cache: the answer is still sent, but not kept.
+    ignoreFetchAbort: true,
+    fetchMethod: async (_url, _stale, { context }) => keep(context, await context.handler.call(context.app, context.request, context.reply))
+  })
+  const encodings = new Negotiator({ supportedValues: ['gzip', 'identity'], cache: new LRUCache<string, string>({ max: 1000 }) })
+
+  let version = -1
+  const listeners: ((version: number) => void)[] = []
+  const readVersion = async (): Promise<number> => {
+    const { rows } = await sql<{ version: number | null }>`SELECT max(version)::int AS version FROM dataset`.execute(app.db)
+    return rows[0]?.version ?? 0
+  }
+  const refresh = async (): Promise<number> => {
+    const next = await readVersion()
+    if (next !== version) {
+      cache.clear()
+      version = next
+      for (const listener of listeners) listener(version)
+    }
+    return version
+  }
+  await refresh()
+  app.decorate('datasetVersion', { current: () => version, refresh, onChange: (listener: (version: number) => void) => { listeners.push(listener) } })
+
+  // While the database is away the cached answers stay valid: they only change by import.
+  const refreshQuietly = () => { refresh().catch((err: unknown) => app.log.debug({ err }, 'dataset version check failed')) }
+  const unlisten = await listenDatasetChanges(app.dbHandle, refreshQuietly, (err) => app.log.debug({ err }, 'dataset change listener failed'))
+  const timer = setInterval(refreshQuietly, config.CACHE_VERSION_POLL_MS).unref()
+  app.addHook('onClose', async () => {
+    clearInterval(timer)
+    await unlisten()
+  })
+
+  // The computed payload, serialized by the route's own serializer, as a kept answer.
+  function keep({ reply, version }: Computation, payload: unknown): CachedAnswer {
+    const body = Buffer.from(reply.serialize(payload) as string)
+    const hash = createHash('sha1').update(body).digest('base64url').slice(0, 22)
+    return { body, gzip: body.length >= GZIP_MIN_BYTES ? gzipSync(body, { level: 6 }) : null, etag: `"${version}-${hash}"` }
+  }
+
+  function send(request: FastifyRequest, reply: FastifyReply, answer: CachedAnswer): FastifyReply {
+    reply.header('etag', answer.etag).header('cache-control', CACHE_CONTROL)
+    addVary(reply, 'accept-encoding')
+    if (notModified(request, answer.etag)) return reply.code(304).send()
+    reply.header('content-type', JSON_TYPE)
+    const accepted = answer.gzip === null ? null : request.headers['accept-encoding']
+    if (accepted && encodings.negotiate(accepted) === 'gzip') return reply.header('content-encoding', 'gzip').send(answer.gzip)
+    return reply.send(answer.body)
+  }
+
+  app.decorate('datasetCache', {
+    cacheRoute(route: RouteOptions) {
+      const handler = route.handler
+      route.handler = function cachedHandler(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+        const hit = cache.get(request.url)
+        if (hit !== undefined) return send(request, reply, hit)
+        return cache.fetch(request.url, { context: { request, reply, handler, app: this, version } })
+          .then((answer) => send(request, reply, answer!))
+      }
+    },
+    get size() {
+      return cache.size
+    }
+  })
+}, { name: 'dataset-cache', dependencies: ['config', 'db'] })

@@ -1,0 +1,74 @@
+import fp from 'fastify-plugin'
+import jwt, { type FastifyJWTOptions } from '@fastify/jwt'
+import type { FastifyInstance } from 'fastify'
+import { randomSecret } from '../../lib/auth/tokens.ts'
+import { requiredDurationMs } from '../../lib/duration.ts'
+
+declare module '@fastify/jwt' {
+  interface FastifyJWT {
+    namespaces: 'access' | 'refresh'
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    // Lifetimes of the two token kinds, in milliseconds.
+    tokenLifetimes: { accessMs: number; refreshMs: number }
+  }
+}
+
+const MISSING = 'Missing authorization header'
+const EXPIRED = 'Token expired'
+const INVALID = 'Invalid token'
+
+// The three 401 messages of the contract; whatever else fails verification is an invalid token.
+const messages = {
+  noAuthorizationInHeaderMessage: MISSING,
+  badRequestErrorMessage: INVALID,
+  authorizationTokenExpiredMessage: EXPIRED,
+  authorizationTokenInvalid: INVALID,
+  authorizationTokenUntrusted: INVALID,
+  authorizationTokenUnsigned: INVALID
+}
+
+/**
+ * The 401 message of a refused bearer token, by the error's code (@fastify/jwt's, or fast-jwt's from
+ * app.jwt.access.verify): @fastify/jwt appends fast-jwt's own
+ * reason to some messages ("Invalid token The token is malformed."), so the code decides, not the text.
+ */
+export function bearerRefusalMessage(code: string): string {
+  if (code === 'FST_JWT_NO_AUTHORIZATION_IN_HEADER') return MISSING
+  return code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED' || code === 'FAST_JWT_EXPIRED' ? EXPIRED : INVALID
+}
+
+/**
+ * Both token kinds through @fastify/jwt, each registration with its own namespace and secret: `access`
+ * (app.jwt.access) and `refresh` (app.jwt.refresh). HS256 is pinned, the issuer
+ * and the expiry are required and checked, and verified access tokens are kept in fast-jwt's cache.
+ */
+export default fp(async function jwtPlugin(app: FastifyInstance) {
+  const { config } = app
+  let accessSecret = config.JWT_SECRET
+  let refreshSecret = config.JWT_REFRESH_SECRET
+  if (!accessSecret || !refreshSecret) {
+    // Only outside production (loadConfig refuses it there): tokens then die with the process.
+    app.log.warn('JWT_SECRET / JWT_REFRESH_SECRET not set: using random secrets for this process only; tokens will not survive a restart')
+    accessSecret ??= randomSecret()
+    refreshSecret ??= randomSecret()
+  }
+  const accessMs = requiredDurationMs('JWT_ACCESS_EXPIRES_IN', config.JWT_ACCESS_EXPIRES_IN)
+  const refreshMs = requiredDurationMs('JWT_REFRESH_EXPIRES_IN', config.JWT_REFRESH_EXPIRES_IN)
+  const verify = { algorithms: ['HS256'], allowedIss: config.JWT_ISSUER, requiredClaims: ['iss', 'exp'] }
+  const kind = (namespace: string, secret: string, expiresIn: number, cache: number | boolean): FastifyJWTOptions => ({
+    namespace,
+    secret,
+    // @fastify/jwt reads a numeric lifetime in seconds.
+    sign: { algorithm: 'HS256', iss: config.JWT_ISSUER, expiresIn: Math.round(expiresIn / 1000) },
+    verify: { ...verify, cache },
+    messages
+  } as FastifyJWTOptions)
+  await app.register(jwt, kind('access', accessSecret, accessMs, 10_000))
+  // Refresh tokens are verified once each (they rotate): nothing to cache.
+  await app.register(jwt, kind('refresh', refreshSecret, refreshMs, false))
+  app.decorate('tokenLifetimes', { accessMs, refreshMs })
+}, { name: 'jwt', dependencies: ['config'] })

@@ -1,0 +1,63 @@
+import fp from 'fastify-plugin'
+import { randomUUID } from 'node:crypto'
+import oauth2, { type OAuth2Namespace } from '@fastify/oauth2'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { STATE_COOKIE } from '../app/auth.ts'
+import { errors } from '../../schemas/common.ts'
+
+// Registered by the sign-in routes' scope (routes/api/auth), where its start route gets the /api/auth prefix.
+export const autoload = false
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    identityOAuth2: OAuth2Namespace
+  }
+}
+
+const hostAndPath = (url: string) => {
+  const u = new URL(url)
+  return { host: u.origin, path: `${u.pathname}${u.search}` }
+}
+
+/**
+ * The authorization-code flow with the identity provider: `GET /identity/login` sends a browser to the
+ * authorize URL with a random state and a PKCE S256 challenge, both kept in signed httpOnly cookies, and
+ * `identityOAuth2.getAccessTokenFromAuthorizationCodeFlow` trades the code (with the verifier) for the
+ * provider's token. When the state cookie is present the returned state must match it; a client that
+ * ran the redirect itself sends no cookie, and the seed's state stays optional for it.
+ */
+export default fp(async function oauth2Plugin(app: FastifyInstance) {
+  const idp = app.identityProvider
+  const authorize = hostAndPath(idp.authorizeUrl)
+  const token = hostAndPath(idp.tokenUrl)
+  await app.register(oauth2, {
+    name: 'identityOAuth2',
+    scope: ['identify', 'guilds'],
+    credentials: {
+      client: { id: idp.clientId, secret: idp.clientSecret },
+      auth: { authorizeHost: authorize.host, authorizePath: authorize.path, tokenHost: token.host, tokenPath: token.path },
+      // The client secret goes in the form body; answers are parsed as JSON only when they say they are;
+      // redirects are never followed (the secret must not travel elsewhere).
+      options: { authorizationMethod: 'body' },
+      http: { json: true, timeout: idp.timeoutMs, redirects: 0 }
+    },
+    startRedirectPath: '/identity/login',
+    schema: {
+      tags: ['Auth'],
+      summary: 'Start a browser sign-in',
+      description: 'Redirects to the identity provider\'s authorize URL with client_id, redirect_uri, response_type=code, scope `identify guilds`, a random state and a PKCE S256 challenge; the state and the verifier are kept in signed httpOnly cookies and checked when the code comes back.',
+      response: { 302: { description: 'Redirect to the identity provider', type: 'null' }, ...errors(429) }
+    },
+    callbackUri: idp.redirectUri,
+    pkce: 'S256',
+    redirectStateCookieName: STATE_COOKIE,
+    cookie: { secure: app.config.isProduction, path: '/', sameSite: 'lax', signed: true, maxAge: 600 },
+    generateStateFunction: (_request: FastifyRequest) => randomUUID(),
+    checkStateFunction(this: FastifyInstance, request: FastifyRequest): boolean {
+      const raw = request.cookies[STATE_COOKIE]
+      if (raw === undefined) return true
+      const cookie = request.unsignCookie(raw)
+      return cookie.valid && cookie.value === (request.query as { state?: string }).state
+    }
+  })
+}, { name: 'oauth2', dependencies: ['config', 'auth', 'cookie'] })
