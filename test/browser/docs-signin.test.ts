@@ -1,31 +1,23 @@
 import t from 'tap'
-import { existsSync, mkdirSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import type { AddressInfo } from 'node:net'
-import { chromium, type Page } from 'playwright-core'
-import { buildApp } from '../../app.ts'
-import { openTestDatabase, projectRoot, testConfig } from '../helper.ts'
+import type { Page } from 'playwright-core'
+import { buildApp, freePort, openTestDatabase, projectRoot, testConfig } from '../helper.ts'
+import { launchBrowser } from '../support/browser.ts'
 
-const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const artifacts = join(projectRoot, 'test-artifacts')
 
 t.test('sign in through the development provider, then use /api/docs with the token', async (t) => {
-  if (!existsSync(executablePath)) {
-    t.fail(`Chromium is not installed at ${executablePath}. Install it with: apt-get update && apt-get install -y chromium (or run bash .ci/install-browser)`)
-    return
-  }
   mkdirSync(artifacts, { recursive: true })
   const handle = await openTestDatabase(t, 'pglite')
-  const app = await buildApp({ config: testConfig({ SEED_SAMPLE_DATA: true }), db: handle, logger: false })
-  await app.listen({ port: 0, host: '127.0.0.1' })
+  // The provider's URLs come from PUBLIC_URL, known before the server listens: take a free port first.
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const app = await buildApp({ config: testConfig({ SEED_SAMPLE_DATA: true, PORT: port, PUBLIC_URL: base }), db: handle, logger: false })
+  await app.listen({ port, host: '127.0.0.1' })
   t.teardown(() => app.close())
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
-  app.config.PUBLIC_URL = base
 
-  const browser = await chromium.launch({
-    executablePath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
-  })
+  const browser = await launchBrowser()
   t.teardown(() => browser.close())
   const page = await browser.newPage()
   page.setDefaultTimeout(20_000)

@@ -1,0 +1,57 @@
+import { existsSync } from 'node:fs'
+import { mkdir, rmdir, stat } from 'node:fs/promises'
+import { chromium, type Browser } from 'playwright-core'
+
+// Where a machine usually has a Chromium of its own.
+const systemBrowsers = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable']
+
+/**
+ * The Chromium the browser tests drive: CHROMIUM_PATH when set, else the system's, else the one the
+ * @sparticuz/chromium dev dependency ships inside its npm package (unpacked once into the temporary
+ * directory), so that `npm install` alone is enough.
+ */
+export async function chromiumPath(): Promise<string> {
+  const configured = process.env.CHROMIUM_PATH
+  if (configured) {
+    if (!existsSync(configured)) throw new Error(`CHROMIUM_PATH is ${configured}, which does not exist`)
+    return configured
+  }
+  const system = systemBrowsers.find((path) => existsSync(path))
+  if (system) return system
+  return withUnpackLock(async () => {
+    const { default: packaged } = await import('@sparticuz/chromium')
+    return packaged.executablePath()
+  })
+}
+
+// Test files run in parallel: one process unpacks while the others wait, so none runs a half-written file.
+async function withUnpackLock<T>(fn: () => Promise<T>): Promise<T> {
+  const lock = '/tmp/chromium-unpack.lock'
+  const deadline = Date.now() + 120_000
+  for (;;) {
+    try {
+      await mkdir(lock)
+      break
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+      // A lock left by a process that died while unpacking is taken over after a minute.
+      const age = Date.now() - (await stat(lock).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs
+      if (age > 60_000) await rmdir(lock).catch(() => {})
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+  try {
+    return await fn()
+  } finally {
+    await rmdir(lock).catch(() => {})
+  }
+}
+
+/** A headless Chromium with the flags a container needs; no web-security switches, so CSP and CORS hold. */
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: await chromiumPath(),
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
+  })
+}
