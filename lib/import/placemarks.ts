@@ -2,15 +2,45 @@ import type { PoolClient } from 'pg'
 import { copyText, copyWriter } from '../db/copy-writer.ts'
 import type { DatabaseHandle } from '../../db/index.ts'
 import { DATASET_CHANNEL } from '../../db/dataset-changes.ts'
-import { readKmlBatches, type KmlPlacemark } from '../kml/reader.ts'
+import { readKmlBatches, type DecodeReport, type KmlLimits, type KmlPlacemark } from '../kml/reader.ts'
 import { parseNameDate } from '../timeline/name-date.ts'
 import { boundsOf } from '../geo/box.ts'
+
+/**
+ * How the import takes the table swap's ACCESS EXCLUSIVE lock on placemarks. A reader's transaction
+ * holds its lock until it ends, and readers that come after queue behind a waiting import: so the
+ * import waits at most timeoutMs at a time, then steps back (letting the queue through) and tries
+ * again after a backoff doubling from firstBackoffMs to maxBackoffMs, attempts times in all.
+ */
+export interface SwapLockOptions {
+  timeoutMs: number
+  attempts: number
+  firstBackoffMs: number
+  maxBackoffMs: number
+}
+
+export const SWAP_LOCK: Readonly<SwapLockOptions> = Object.freeze({ timeoutMs: 2000, attempts: 8, firstBackoffMs: 250, maxBackoffMs: 4000 })
+
+// Key of the transaction-level advisory lock held by a running import ('kmli').
+export const IMPORT_LOCK_KEY = 0x6b6d6c69
+
+/** Another import holds the import lock; this one wrote nothing. */
+export class ImportBusyError extends Error {
+  override name = 'ImportBusyError'
+}
+
+/** The placemarks table stayed in use past every attempt at the swap; nothing was imported. */
+export class SwapLockError extends Error {
+  override name = 'SwapLockError'
+}
 
 export interface ImportOptions {
   timeZone: string
   source: string
   dryRun?: boolean
   onProgress?: (placemarks: number) => void
+  swapLock?: Partial<SwapLockOptions>
+  limits?: Partial<KmlLimits>
 }
 
 export interface ImportSummary {
@@ -25,6 +55,10 @@ export interface ImportSummary {
   skipped: Record<string, number>
   timelineEvents: number
   timestampedEvents: number
+  // The encoding the file was read in, and its invalid byte sequences (each read as U+FFFD).
+  encoding: string | null
+  invalidSequences: number
+  firstInvalidLine: number | null
   version: number | null
   seconds: number
 }
@@ -57,22 +91,59 @@ function copyLine(row: Row): string {
   return `${line}\n`
 }
 
-/** Where parsed items go: the database inside one transaction, or nowhere for a dry run. */
+interface StyleRecord { id: string; kind: 'Style' | 'StyleMap'; definition: string }
+interface FolderRecord { id: number; name: string; path: string[] }
+
+/**
+ * Where parsed items go: the database inside one transaction, or nowhere for a dry run. Styles and
+ * folders are counted into the summary by the sink, which is what tells duplicate style ids apart.
+ */
 interface Sink {
+  // Each returns a promise only when it has to wait for the database.
   placemark(row: Row): Promise<void> | undefined
-  style(id: string, kind: string, definition: Record<string, string>): Promise<void>
-  folder(id: number, name: string, path: string[]): Promise<void>
+  style(style: StyleRecord): Promise<void> | undefined
+  folder(folder: FolderRecord): Promise<void> | undefined
   finish(summary: ImportSummary): Promise<number | null>
   abort(): Promise<void>
 }
 
-const nullSink: Sink = {
-  placemark: () => undefined,
-  style: async () => {},
-  folder: async () => {},
-  finish: async () => null,
-  abort: async () => {}
+const DUPLICATE_STYLE = 'duplicate style id'
+
+function countStyle(summary: ImportSummary, kind: 'Style' | 'StyleMap'): void {
+  summary.styles++
+  summary.styleKinds[kind]++
 }
+
+function countDuplicates(summary: ImportSummary, n: number): void {
+  if (n > 0) summary.skipped[DUPLICATE_STYLE] = (summary.skipped[DUPLICATE_STYLE] ?? 0) + n
+}
+
+// A dry run writes nothing; it remembers style ids (not styles) to count the duplicates.
+function dryRunSink(summary: ImportSummary): Sink {
+  const styleIds = new Set<string>()
+  return {
+    placemark: () => undefined,
+    style: (s) => {
+      if (styleIds.has(s.id)) countDuplicates(summary, 1)
+      else {
+        styleIds.add(s.id)
+        countStyle(summary, s.kind)
+      }
+      return undefined
+    },
+    folder: () => undefined,
+    finish: async () => null,
+    abort: async () => {}
+  }
+}
+
+// Styles and folders are written in batches of about this many (or of BATCH_CHARS of JSON), so
+// memory holds one batch of them whatever the file.
+const STYLE_BATCH = 1000
+const FOLDER_BATCH = 5000
+const BATCH_CHARS = 4 * 1024 * 1024
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 // The dataset loads into a shadow table (COPY FREEZE: created in this transaction, so its rows go in
 // frozen and all-visible, with no VACUUM needed for index-only scans); the other indexes are built once
@@ -80,6 +151,9 @@ const nullSink: Sink = {
 // Readers keep using the old table until then, and the swap holds its lock only until the commit.
 async function beginShadowImport(client: PoolClient): Promise<void> {
   await client.query('BEGIN')
+  // One import at a time: a second one is refused at once rather than left to wait or deadlock.
+  const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [IMPORT_LOCK_KEY])
+  if (!rows[0].locked) throw new ImportBusyError('another import is running; try again when it has finished (nothing was imported)')
   await client.query('DROP TABLE IF EXISTS placemarks_next')
   await client.query('CREATE TABLE placemarks_next (LIKE placemarks INCLUDING DEFAULTS INCLUDING CONSTRAINTS)')
   // The GiST index is kept up during the load rather than built after it: the database has a core to
@@ -89,10 +163,40 @@ async function beginShadowImport(client: PoolClient): Promise<void> {
   await client.query('DELETE FROM folders')
 }
 
-async function commitShadowImport(client: PoolClient, summary: ImportSummary): Promise<number> {
+/**
+ * Takes the ACCESS EXCLUSIVE lock on placemarks for the swap, waiting at most timeoutMs at a time so
+ * that readers queued behind the import's request are held up no longer than that.
+ */
+async function lockForSwap(client: PoolClient, lock: SwapLockOptions): Promise<void> {
+  const timeout = Math.max(1, Math.round(lock.timeoutMs))
+  let backoff = lock.firstBackoffMs
+  for (let attempt = 1; ; attempt++) {
+    // A failed statement would doom the transaction; rolling back to the savepoint keeps it.
+    await client.query('SAVEPOINT swap_lock')
+    await client.query(`SET LOCAL lock_timeout = ${timeout}`)
+    try {
+      await client.query('LOCK TABLE placemarks IN ACCESS EXCLUSIVE MODE')
+      await client.query('RELEASE SAVEPOINT swap_lock')
+      return
+    } catch (err) {
+      if ((err as { code?: string }).code !== '55P03') throw err
+      await client.query('ROLLBACK TO SAVEPOINT swap_lock')
+      if (attempt >= lock.attempts) {
+        throw new SwapLockError(`the placemarks table stayed in use by other transactions (${lock.attempts} attempts, waiting ${timeout} ms each); nothing was imported`)
+      }
+      await sleep(backoff)
+      backoff = Math.min(backoff * 2, lock.maxBackoffMs)
+    }
+  }
+}
+
+async function commitShadowImport(client: PoolClient, summary: ImportSummary, lock: SwapLockOptions): Promise<number> {
   await client.query('ALTER TABLE placemarks_next ADD CONSTRAINT placemarks_next_pkey PRIMARY KEY (id)')
   await client.query('CREATE INDEX placemarks_next_folder_path_idx ON placemarks_next USING gin (folder_path)')
   await client.query('CREATE INDEX placemarks_next_timeline_idx ON placemarks_next (event_sort, id) WHERE event_sort IS NOT NULL')
+  // Statistics before the swap (they follow the table through the rename), not under its lock.
+  await client.query('ANALYZE placemarks_next')
+  await lockForSwap(client, lock)
   await client.query('DROP TABLE placemarks')
   await client.query('ALTER TABLE placemarks_next RENAME TO placemarks')
   await client.query('ALTER TABLE placemarks RENAME CONSTRAINT placemarks_next_pkey TO placemarks_pkey')
@@ -110,12 +214,11 @@ async function commitShadowImport(client: PoolClient, summary: ImportSummary): P
   const version = Number(rows[0].version)
   // Delivered to every listening server at the commit, and never if the import rolls back.
   await client.query('SELECT pg_notify($1, $2)', [DATASET_CHANNEL, String(version)])
-  await client.query('ANALYZE placemarks')
   await client.query('COMMIT')
   return version
 }
 
-async function databaseSink(handle: DatabaseHandle): Promise<Sink> {
+async function databaseSink(handle: DatabaseHandle, summary: ImportSummary, lock: SwapLockOptions): Promise<Sink> {
   const client = await handle.pool.connect()
   let done = false
   const release = (err?: Error) => {
@@ -126,53 +229,90 @@ async function databaseSink(handle: DatabaseHandle): Promise<Sink> {
   try {
     await beginShadowImport(client)
   } catch (err) {
-    release(err as Error)
+    const rolledBack = await client.query('ROLLBACK').then(() => true, () => false)
+    release(rolledBack ? undefined : (err as Error))
     throw err
   }
-  // Styles and folders are few; they wait in memory so that nothing else shares the connection during a COPY.
-  const styles: { id: string; kind: string; definition: string }[] = []
-  const folders: { id: number; name: string; path: string[] }[] = []
-  const writeStylesAndFolders = async () => {
-    if (styles.length) {
-      await client.query('INSERT INTO styles (id, kind, definition) SELECT * FROM json_to_recordset($1::json) AS s(id text, kind text, definition jsonb)', [JSON.stringify(styles)])
-    }
-    if (folders.length) {
-      await client.query('INSERT INTO folders (id, name, path) SELECT * FROM json_to_recordset($1::json) AS f(id int, name text, path text[])', [JSON.stringify(folders)])
-    }
+
+  // Styles and folders wait here one batch at a time. The first of a repeated style id is kept; the
+  // database tells the later ones apart, so no list of ids is kept in memory.
+  let styles: StyleRecord[] = []
+  let styleChars = 0
+  let folders: FolderRecord[] = []
+  let folderChars = 0
+  const writeStyles = async () => {
+    if (!styles.length) return
+    const batch = styles
+    styles = []
+    styleChars = 0
+    const { rows } = await client.query<{ kind: 'Style' | 'StyleMap' }>(
+      `INSERT INTO styles (id, kind, definition)
+       SELECT id, kind, definition
+       FROM ROWS FROM (json_to_recordset($1::json) AS (id text, kind text, definition jsonb)) WITH ORDINALITY AS s(id, kind, definition, n)
+       ORDER BY n
+       ON CONFLICT (id) DO NOTHING
+       RETURNING kind`,
+      [JSON.stringify(batch)]
+    )
+    for (const row of rows) countStyle(summary, row.kind)
+    countDuplicates(summary, batch.length - rows.length)
   }
-  const common = {
-    style: async (id: string, kind: string, definition: Record<string, string>) => {
-      styles.push({ id, kind, definition: JSON.stringify(definition) })
-    },
-    folder: async (id: number, name: string, path: string[]) => {
-      folders.push({ id, name, path })
-    },
-    abort: async () => {
-      try {
-        await client.query('ROLLBACK')
-        release()
-      } catch (err) {
-        release(err as Error)
-      }
+  const writeFolders = async () => {
+    if (!folders.length) return
+    const batch = folders
+    folders = []
+    folderChars = 0
+    await client.query('INSERT INTO folders (id, name, path) SELECT * FROM json_to_recordset($1::json) AS f(id int, name text, path text[])', [JSON.stringify(batch)])
+  }
+  const styleFull = () => styles.length >= STYLE_BATCH || styleChars >= BATCH_CHARS
+  const folderFull = () => folders.length >= FOLDER_BATCH || folderChars >= BATCH_CHARS
+  const queueStyle = (s: StyleRecord) => {
+    styles.push(s)
+    styleChars += s.id.length + s.definition.length + 32
+    return styleFull()
+  }
+  const queueFolder = (f: FolderRecord) => {
+    folders.push(f)
+    folderChars += f.name.length + 32
+    for (const name of f.path) folderChars += name.length + 4
+    return folderFull()
+  }
+  const rollback = async () => {
+    try {
+      await client.query('ROLLBACK')
+      release()
+    } catch (err) {
+      release(err as Error)
     }
   }
 
   if (handle.kind === 'postgres') {
-    // PostgreSQL: one COPY stream, fed while parsing, so the server loads rows as the file is read.
-    const copy = copyWriter(client, `COPY placemarks_next (${COLUMNS.join(', ')}) FROM STDIN WITH (FREEZE)`)
+    // PostgreSQL: a COPY stream fed while parsing, so the server loads rows as the file is read. A
+    // connection runs one statement at a time, so a full batch of styles or folders ends the COPY,
+    // goes in, and a new COPY carries on (still FREEZE: the table is this transaction's own).
+    const startCopy = () => copyWriter(client, `COPY placemarks_next (${COLUMNS.join(', ')}) FROM STDIN WITH (FREEZE)`)
+    let copy = startCopy()
+    const flushBatches = async () => {
+      await copy.end()
+      await writeStyles()
+      await writeFolders()
+      copy = startCopy()
+    }
     return {
-      ...common,
       placemark: (row) => copy.write(copyLine(row)),
+      style: (s) => (queueStyle(s) ? flushBatches() : undefined),
+      folder: (f) => (queueFolder(f) ? flushBatches() : undefined),
       finish: async (summary) => {
         await copy.end()
-        await writeStylesAndFolders()
-        const version = await commitShadowImport(client, summary)
+        await writeStyles()
+        await writeFolders()
+        const version = await commitShadowImport(client, summary, lock)
         release()
         return version
       },
       abort: async () => {
         copy.destroy()
-        await common.abort()
+        await rollback()
       }
     }
   }
@@ -186,23 +326,28 @@ async function databaseSink(handle: DatabaseHandle): Promise<Sink> {
     await client.query('INSERT INTO placemarks_next SELECT * FROM json_populate_recordset(NULL::placemarks_next, $1::json)', [json])
   }
   return {
-    ...common,
-    placemark: async (row) => {
+    placemark: (row) => {
       const record: Record<string, unknown> = {}
       COLUMNS.forEach((c, i) => { record[c] = row[i] })
       record.extended_data = JSON.parse(row[9])
       batch.push(record)
-      if (batch.length >= 1000) await insertBatch()
+      return batch.length >= 1000 ? insertBatch() : undefined
     },
+    style: (s) => (queueStyle(s) ? writeStyles() : undefined),
+    folder: (f) => (queueFolder(f) ? writeFolders() : undefined),
     finish: async (summary) => {
       await insertBatch()
-      await writeStylesAndFolders()
-      const version = await commitShadowImport(client, summary)
+      await writeStyles()
+      await writeFolders()
+      const version = await commitShadowImport(client, summary, lock)
       release()
       return version
-    }
+    },
+    abort: rollback
   }
 }
+
+const ENCODING_NAMES: Record<string, string> = { 'utf-8': 'UTF-8', 'utf-16le': 'UTF-16LE', 'utf-16be': 'UTF-16BE', 'iso-8859-1': 'ISO-8859-1' }
 
 /**
  * Reads a KML stream and, unless dryRun, replaces the served dataset with it in one transaction:
@@ -223,14 +368,17 @@ export async function importPlacemarks(handle: DatabaseHandle | null, chunks: As
     skipped: {},
     timelineEvents: 0,
     timestampedEvents: 0,
+    encoding: null,
+    invalidSequences: 0,
+    firstInvalidLine: null,
     version: null,
     seconds: 0
   }
-  const sink = handle && !options.dryRun ? await databaseSink(handle) : nullSink
-  const styleIds = new Set<string>()
+  const sink = handle && !options.dryRun ? await databaseSink(handle, summary, { ...SWAP_LOCK, ...options.swapLock }) : dryRunSink(summary)
   const skip = (reason: string) => { summary.skipped[reason] = (summary.skipped[reason] ?? 0) + 1 }
+  const decoding: DecodeReport = { encoding: null, invalidSequences: 0, firstInvalidLine: null }
   try {
-    for await (const batch of readKmlBatches(chunks)) {
+    for await (const batch of readKmlBatches(chunks, { limits: options.limits, report: decoding })) {
       for (const item of batch) {
         if (item.kind === 'placemark') {
           const row = toRow(summary.placemarks + 1, item.placemark, options.timeZone, createdAt)
@@ -243,21 +391,24 @@ export async function importPlacemarks(handle: DatabaseHandle | null, chunks: As
           if (pending) await pending
           if (summary.placemarks % 5000 === 0) options.onProgress?.(summary.placemarks)
         } else if (item.kind === 'style') {
-          if (styleIds.has(item.style.id)) {
-            skip('duplicate style id')
-            continue
-          }
-          styleIds.add(item.style.id)
-          summary.styles++
-          summary.styleKinds[item.style.kind]++
-          await sink.style(item.style.id, item.style.kind, item.style.definition)
+          const pending = sink.style({ id: item.style.id, kind: item.style.kind, definition: JSON.stringify(item.style.definition) })
+          if (pending) await pending
         } else if (item.kind === 'folder') {
           summary.folders++
-          await sink.folder(summary.folders, item.folder.name, item.folder.path)
+          const pending = sink.folder({ id: summary.folders, name: item.folder.name, path: item.folder.path })
+          if (pending) await pending
         } else {
           skip(item.reason)
         }
       }
+    }
+    summary.encoding = decoding.encoding
+    summary.invalidSequences = decoding.invalidSequences
+    summary.firstInvalidLine = decoding.firstInvalidLine
+    if (decoding.invalidSequences > 0) {
+      // Listed with the skipped items, so that the import's report shows it.
+      const name = ENCODING_NAMES[decoding.encoding ?? ''] ?? (decoding.encoding ?? '').toUpperCase()
+      summary.skipped[`invalid ${name} byte sequences, read as U+FFFD (first at line ${decoding.firstInvalidLine})`] = decoding.invalidSequences
     }
     summary.version = await sink.finish(summary)
   } catch (err) {

@@ -1,4 +1,5 @@
 import { SaxesParser, type SaxesTagPlain } from 'saxes'
+import { DecodeError, KmlDecoder, type DecodeReport } from './decode.ts'
 
 export type Position = [number, number]
 export type KmlGeometry =
@@ -35,6 +36,52 @@ export class KmlError extends Error {
   }
 }
 
+const MiB = 1024 * 1024
+
+/**
+ * Limits on what one file may ask of the reader; past one the file is refused with a KmlError naming
+ * the line. Text is measured in characters (UTF-16 code units), which for coordinates are bytes.
+ */
+export interface KmlLimits {
+  // Elements open at once, the root included.
+  maxElementDepth: number
+  // Folder and Document elements open at once.
+  maxFolderDepth: number
+  // All the coordinates text of one placemark (every ring of a polygon together).
+  maxCoordinatesChars: number
+  // Positions in one placemark's geometry.
+  maxPoints: number
+  // One text value: a name, description, styleUrl, ExtendedData value, style property or folder name.
+  maxTextChars: number
+  // All the text one placemark holds.
+  maxPlacemarkChars: number
+  // All the text one shared style holds.
+  maxStyleChars: number
+  // One run of text and comments between two tags, or one tag (what the XML parser buffers before handing it on).
+  maxTokenChars: number
+}
+
+export const KML_LIMITS: Readonly<KmlLimits> = Object.freeze({
+  maxElementDepth: 256,
+  maxFolderDepth: 64,
+  maxCoordinatesChars: 16 * MiB,
+  maxPoints: 1_000_000,
+  maxTextChars: 1 * MiB,
+  maxPlacemarkChars: 32 * MiB,
+  maxStyleChars: 1 * MiB,
+  maxTokenChars: 16 * MiB
+})
+
+export interface KmlReadOptions {
+  limits?: Partial<KmlLimits>
+  // Filled in while reading: the encoding and the invalid byte sequences met (replaced by U+FFFD).
+  report?: DecodeReport
+}
+
+export type { DecodeReport }
+
+const size = (chars: number) => (chars % MiB === 0 ? `${chars} characters (${chars / MiB} MiB)` : `${chars} characters`)
+
 // gx:Track and gx:MultiTrack share the reason 'Track' so reports group them together.
 const UNSUPPORTED_GEOMETRY: Record<string, string> = {
   MultiGeometry: 'MultiGeometry',
@@ -59,9 +106,13 @@ interface Frame {
   capture: boolean
   text: string
   hasChild: boolean
+  // Most characters the captured text may reach.
+  limit: number
+  // A Folder or Document, counted against maxFolderDepth.
+  container: boolean
 }
 
-interface FolderState { name: string; emitted: boolean }
+interface FolderState { name: string }
 
 interface PlacemarkState {
   depth: number
@@ -73,6 +124,9 @@ interface PlacemarkState {
   geometryDepth: number
   geometryOpen: boolean
   coordinates: string[]
+  // Coordinates text held so far, and all text held so far.
+  coordinateChars: number
+  held: number
   outer: string | null
   outerOpen: boolean
   inner: string[]
@@ -92,6 +146,8 @@ interface StyleState {
   pairLeaves: [string, string][]
   pairKey: string
   pairCount: number
+  line: number
+  held: number
 }
 
 interface FeatureState { depth: number; kind: string; line: number; name: string }
@@ -105,14 +161,17 @@ function collapse(text: string): string {
   return text.replace(/\s+/g, ' ').trim()
 }
 
-function parsePositions(text: string): Position[] | null {
+const TUPLE = /\S+/g
+
+// Positions, null when a tuple is invalid, or the number of positions when there are more than maxPoints.
+function parsePositions(text: string, maxPoints: number): Position[] | null | number {
   // Some writers put spaces after the commas; rejoin those before splitting tuples on whitespace.
   const joined = SPACED_COMMA.test(text) ? text.replace(/\s*,\s*/g, ',') : text
-  const trimmed = joined.trim()
-  const tuples = trimmed === '' ? [] : trimmed.split(/\s+/)
   const out: Position[] = []
-  for (const tuple of tuples) {
-    const parts = tuple.split(',')
+  TUPLE.lastIndex = 0
+  for (let m = TUPLE.exec(joined); m !== null; m = TUPLE.exec(joined)) {
+    if (out.length === maxPoints) return maxPoints + 1
+    const parts = m[0].split(',')
     if (parts.length < 2 || parts.length > 3 || !parts.every((p) => NUMBER.test(p))) return null
     const lon = Number(parts[0])
     const lat = Number(parts[1])
@@ -123,17 +182,29 @@ function parsePositions(text: string): Position[] | null {
   return out
 }
 
-function buildGeometry(p: PlacemarkState): { geometry: KmlGeometry; raw: string } | string {
+function tooManyPoints(p: PlacemarkState, maxPoints: number): KmlError {
+  return new KmlError(`placemark at line ${p.line}: more than ${maxPoints} coordinate positions`, p.line)
+}
+
+function buildGeometry(p: PlacemarkState, maxPoints: number): { geometry: KmlGeometry; raw: string } | string {
   if (p.geometry === null) return 'no geometry'
   if (UNSUPPORTED_GEOMETRY[p.geometry]) return UNSUPPORTED_GEOMETRY[p.geometry]
   if (p.geometry === 'Polygon') {
     if (p.outer === null) return 'invalid coordinates'
-    const rings = [p.outer, ...p.inner].map(parsePositions)
-    if (rings.some((r) => r === null || r.length < 4)) return 'invalid coordinates'
-    return { geometry: { type: 'Polygon', coordinates: rings as Position[][] }, raw: collapse(p.outer) }
+    const rings: Position[][] = []
+    let left = maxPoints
+    for (const text of [p.outer, ...p.inner]) {
+      const ring = parsePositions(text, left)
+      if (typeof ring === 'number') throw tooManyPoints(p, maxPoints)
+      if (ring === null || ring.length < 4) return 'invalid coordinates'
+      left -= ring.length
+      rings.push(ring)
+    }
+    return { geometry: { type: 'Polygon', coordinates: rings }, raw: collapse(p.outer) }
   }
   const text = p.coordinates.join(' ')
-  const positions = parsePositions(text)
+  const positions = parsePositions(text, maxPoints)
+  if (typeof positions === 'number') throw tooManyPoints(p, maxPoints)
   if (positions === null) return 'invalid coordinates'
   const raw = collapse(text)
   if (p.geometry === 'Point') {
@@ -153,35 +224,47 @@ function friendly(message: string, lastClosed: string): string {
   return text
 }
 
-/** Streams the placemarks, styles and folders of a KML document; holds at most one placemark's worth of state. */
-export async function* readKml(chunks: AsyncIterable<string | Buffer>): AsyncGenerator<KmlItem> {
-  for await (const batch of readKmlBatches(chunks)) yield* batch
+/**
+ * Streams the placemarks, styles and folders of a KML document; holds at most one placemark's worth
+ * of state, and refuses input past the limits (KML_LIMITS unless given) with a KmlError.
+ */
+export async function* readKml(chunks: AsyncIterable<string | Buffer>, options: KmlReadOptions = {}): AsyncGenerator<KmlItem> {
+  for await (const batch of readKmlBatches(chunks, options)) yield* batch
 }
 
 /**
  * The same items in batches (those completed by each slice of input read): a consumer handling a
  * million placemarks saves a promise round trip per item.
  */
-export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): AsyncGenerator<KmlItem[]> {
+export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>, options: KmlReadOptions = {}): AsyncGenerator<KmlItem[]> {
+  const limits: KmlLimits = { ...KML_LIMITS, ...options.limits }
   const parser = new SaxesParser({ xmlns: false, position: true })
-  const decoder = new TextDecoder('utf-8')
+  const decoder = new KmlDecoder(() => parser.line, options.report)
   const queue: KmlItem[] = []
   const stack: Frame[] = []
   const folders: FolderState[] = []
+  // Folders before this index have been emitted; the ones from it on wait for their name.
+  let unemitted = 0
+  // The names of the open folders, shared by the placemarks of one folder until it changes.
+  let currentPath: string[] | null = null
+  // Open Folder and Document elements.
+  let containers = 0
   let sawRoot = false
   let tagLine = 1
   let placemark: PlacemarkState | null = null
   let style: StyleState | null = null
   let feature: FeatureState | null = null
   let lastClosed = ''
+  // Where the parser stood at its last tag or text event: what it read since, it still buffers.
+  let lastEventAt = 0
 
   const emitFolders = () => {
-    for (let i = 0; i < folders.length; i++) {
-      if (folders[i].emitted) continue
-      folders[i].emitted = true
-      queue.push({ kind: 'folder', folder: { name: folders[i].name, path: folders.slice(0, i + 1).map((f) => f.name) } })
+    for (; unemitted < folders.length; unemitted++) {
+      const path = folders.slice(0, unemitted + 1).map((f) => f.name)
+      queue.push({ kind: 'folder', folder: { name: folders[unemitted].name, path } })
     }
   }
+  const folderPath = (): string[] => (currentPath ??= folders.map((f) => f.name))
 
   // Local names of the open elements from `start` down, joined by '/' (start < stack.length).
   const pathFrom = (start: number): string => {
@@ -190,13 +273,57 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): A
     return path
   }
 
+  const tooLong = (frame: Frame): KmlError => {
+    const line = parser.line
+    if (placemark && frame.local === 'coordinates') {
+      return new KmlError(`placemark at line ${placemark.line}: coordinates longer than ${size(limits.maxCoordinatesChars)} (at line ${line})`, line)
+    }
+    const owner = placemark ? `placemark at line ${placemark.line}: ` : style ? `style "${style.id}" at line ${style.line}: ` : ''
+    return new KmlError(`${owner}<${frame.qname}> text longer than ${size(frame.limit)} (at line ${line})`, line)
+  }
+  const placemarkTooBig = (p: PlacemarkState) =>
+    new KmlError(`placemark at line ${p.line} holds more than ${size(limits.maxPlacemarkChars)} of text (at line ${parser.line})`, parser.line)
+  const styleTooBig = (s: StyleState) =>
+    new KmlError(`style "${s.id}" at line ${s.line} holds more than ${size(limits.maxStyleChars)} of text (at line ${parser.line})`, parser.line)
+  const tokenTooLong = () =>
+    new KmlError(`text, comments or a tag running longer than ${size(limits.maxTokenChars)} without an element boundary (at line ${parser.line})`, parser.line)
+
+  // Counts text towards the placemark's or the style's total.
+  const hold = (chars: number) => {
+    if (placemark) {
+      placemark.held += chars
+      if (placemark.held > limits.maxPlacemarkChars) throw placemarkTooBig(placemark)
+    } else if (style) {
+      style.held += chars
+      if (style.held > limits.maxStyleChars) throw styleTooBig(style)
+    }
+  }
+
   const putDefinition = (key: string, value: string) => {
     if (!style) return
     let k = key
     // Repeated paths keep every value instead of the last one winning.
     for (let n = 2; k in style.definition; n++) k = `${key}[${n}]`
+    hold(k.length + value.length)
     style.definition[k] = value
   }
+
+  /**
+   * Called after each slice written: the parser buffers text, comments and tags until the next tag
+   * event, so a run past its limit is refused while it is still arriving rather than once whole.
+   * (Handlers for comments and the like are left unset on purpose: each one set slows the parser.)
+   */
+  const checkPending = () => {
+    const pending = parser.position - lastEventAt
+    const top = stack[stack.length - 1]
+    if (top?.capture) {
+      if (top.text.length + pending > top.limit) throw tooLong(top)
+      if (placemark && placemark.held + pending > limits.maxPlacemarkChars) throw placemarkTooBig(placemark)
+      if (style && style.held + pending > limits.maxStyleChars) throw styleTooBig(style)
+    }
+    if (pending > limits.maxTokenChars) throw tokenTooLong()
+  }
+  const mark = () => { lastEventAt = parser.position }
 
   parser.on('error', (err) => {
     throw new KmlError(`malformed XML at line ${parser.line}, column ${parser.column}: ${friendly(err.message, lastClosed)}`, parser.line, parser.column)
@@ -204,18 +331,23 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): A
 
   parser.on('opentagstart', () => {
     tagLine = parser.line
+    mark()
   })
 
   parser.on('opentag', (tag: SaxesTagPlain) => {
+    mark()
     const local = localName(tag.name)
     if (!sawRoot) {
       sawRoot = true
       if (local !== 'kml') throw new KmlError(`not a KML document: root element is <${tag.name}>`, tagLine, parser.column)
     }
-    const parent = stack.length > 0 ? stack[stack.length - 1] : null
-    if (parent) parent.hasChild = true
     const depth = stack.length
-    const frame: Frame = { qname: tag.name, local, capture: false, text: '', hasChild: false }
+    if (depth >= limits.maxElementDepth) {
+      throw new KmlError(`elements nested deeper than ${limits.maxElementDepth} levels at line ${tagLine} (<${tag.name}>)`, tagLine)
+    }
+    const parent = depth > 0 ? stack[depth - 1] : null
+    if (parent) parent.hasChild = true
+    const frame: Frame = { qname: tag.name, local, capture: false, text: '', hasChild: false, limit: limits.maxTextChars, container: false }
     stack.push(frame)
 
     if (placemark) {
@@ -245,6 +377,7 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): A
         } else if ((p.geometry === 'Point' || p.geometry === 'LineString') && path === 'coordinates') {
           frame.capture = true
         }
+        if (frame.capture) frame.limit = limits.maxCoordinatesChars - p.coordinateChars
         return
       }
       const path = pathFrom(placemark.depth + 1)
@@ -277,32 +410,44 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): A
       emitFolders()
       placemark = {
         depth, line: tagLine, name: '', description: null, styleId: null,
-        geometry: null, geometryDepth: -1, geometryOpen: false, coordinates: [],
+        geometry: null, geometryDepth: -1, geometryOpen: false, coordinates: [], coordinateChars: 0, held: 0,
         outer: null, outerOpen: false, inner: [], innerOpen: false,
         mediaLinks: [], extendedData: [], dataName: null, dataValue: ''
       }
-    } else if (local === 'Folder') {
-      emitFolders()
-      folders.push({ name: '', emitted: false })
+    } else if (local === 'Folder' || local === 'Document') {
+      containers++
+      frame.container = true
+      if (containers > limits.maxFolderDepth) {
+        throw new KmlError(`Folder/Document nesting deeper than ${limits.maxFolderDepth} levels at line ${tagLine}`, tagLine)
+      }
+      if (local === 'Folder') {
+        emitFolders()
+        folders.push({ name: '' })
+        currentPath = null
+      }
     } else if ((local === 'Style' || local === 'StyleMap') && parent && STYLE_PARENTS.has(parent.local)) {
       const id = tag.attributes.id ?? ''
-      if (id !== '') style = { depth, id, kind: local, definition: {}, pairDepth: -1, pairLeaves: [], pairKey: '', pairCount: 0 }
+      if (id !== '') style = { depth, id, kind: local, definition: {}, pairDepth: -1, pairLeaves: [], pairKey: '', pairCount: 0, line: tagLine, held: 0 }
     } else if (OTHER_FEATURES.has(local)) {
       feature = { depth, kind: local, line: tagLine, name: '' }
     } else if (local === 'name' && parent?.local === 'Folder' && folders.length > 0) {
       frame.capture = true
     }
-
   })
 
   const onText = (text: string) => {
+    mark()
     const top = stack[stack.length - 1]
-    if (top?.capture) top.text += text
+    if (!top?.capture) return
+    if (top.text.length + text.length > top.limit) throw tooLong(top)
+    hold(text.length)
+    top.text += text
   }
   parser.on('text', onText)
   parser.on('cdata', onText)
 
   parser.on('closetag', (tag: SaxesTagPlain) => {
+    mark()
     lastClosed = tag.name
     const frame = stack.pop()
     if (!frame) return
@@ -313,7 +458,7 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): A
       const p = placemark
       if (depth === p.depth) {
         placemark = null
-        const built = buildGeometry(p)
+        const built = buildGeometry(p, limits.maxPoints)
         if (typeof built === 'string') {
           queue.push({ kind: 'skipped', reason: built, name: p.name, line: p.line })
         } else {
@@ -323,7 +468,7 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): A
               name: p.name,
               description: p.description,
               styleId: p.styleId,
-              folderPath: folders.map((f) => f.name),
+              folderPath: folderPath(),
               geometry: built.geometry,
               coordinatesRaw: built.raw,
               mediaLinks: p.mediaLinks,
@@ -343,6 +488,7 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): A
       if (p.geometryOpen) {
         if (depth === p.geometryDepth) p.geometryOpen = false
         else if (frame.capture) {
+          p.coordinateChars += frame.text.length
           if (p.geometry === 'Polygon') {
             if (p.outerOpen) p.outer += ` ${frame.text}`
             else p.inner[p.inner.length - 1] += ` ${frame.text}`
@@ -358,8 +504,12 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): A
       if (local === 'value' && frame.capture) {
         p.dataValue = frame.text.trim()
       } else if (local === 'SimpleData' && frame.capture) {
-        p.extendedData.push({ key: tag.attributes.name ?? '', value: frame.text.trim() })
+        const key = tag.attributes.name ?? ''
+        // Each entry costs a little beyond its text, so that empty ones cannot pile up for free.
+        hold(key.length + 32)
+        p.extendedData.push({ key, value: frame.text.trim() })
       } else if (local === 'Data' && p.dataName !== null && depth === p.depth + 2) {
+        hold(p.dataName.length + 32)
         if (p.dataName === 'gx_media_links') p.mediaLinks.push(...p.dataValue.split(/\s+/).filter((s) => s !== ''))
         else p.extendedData.push({ key: p.dataName, value: p.dataValue })
         p.dataName = null
@@ -406,11 +556,15 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): A
       return
     }
 
+    if (frame.container) containers--
     if (local === 'Folder' && folders.length > 0) {
       emitFolders()
       folders.pop()
+      unemitted = folders.length
+      currentPath = null
     } else if (frame.capture && local === 'name' && folders.length > 0) {
       folders[folders.length - 1].name = frame.text.trim()
+      currentPath = null
     }
   })
 
@@ -421,15 +575,25 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>): A
       // Never split a surrogate pair between two writes.
       if (end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1])) end++
       parser.write(text.slice(start, end))
+      checkPending()
       start = end
       if (queue.length > 0) yield queue.splice(0)
     }
   }
 
-  for await (const chunk of chunks) {
-    yield* feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }))
+  const decode = (decoded: () => string): string => {
+    try {
+      return decoded()
+    } catch (err) {
+      if (err instanceof DecodeError) throw new KmlError(err.message)
+      throw err
+    }
   }
-  yield* feed(decoder.decode())
+
+  for await (const chunk of chunks) {
+    yield* feed(typeof chunk === 'string' ? chunk : decode(() => decoder.write(chunk)))
+  }
+  yield* feed(decode(() => decoder.end()))
   if (!sawRoot) throw new KmlError('not a KML document: no root element', parser.line, parser.column)
   if (stack.length > 0) {
     const open = stack[stack.length - 1].qname

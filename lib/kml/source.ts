@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs'
-import { open, stat } from 'node:fs/promises'
-import type { Readable } from 'node:stream'
+import { open, stat, type FileHandle } from 'node:fs/promises'
+import { Readable } from 'node:stream'
 import yauzl from 'yauzl'
 
 export class KmlSourceError extends Error {
@@ -11,10 +11,44 @@ export interface KmlSource {
   chunks: AsyncIterable<Buffer>
   kind: 'kml' | 'kmz'
   entryName?: string
+  // Bytes of KML to read: the file's size, or the size a KMZ entry declares (checked against the limits).
+  size?: number
   close(): void
 }
 
 const HIGH_WATER_MARK = 64 * 1024
+const MiB = 1024 * 1024
+
+/**
+ * What the KML entry of a KMZ may inflate to. An entry up to ratioFreeBytes may compress any amount;
+ * past it, to at most maxRatio times its compressed size, and never past maxUncompressedBytes. The
+ * sizes the archive declares are checked before anything is inflated, and the bytes are counted
+ * while inflating too, since declared sizes can lie.
+ */
+export interface KmzLimits {
+  maxUncompressedBytes: number
+  maxRatio: number
+  ratioFreeBytes: number
+}
+
+export const KMZ_LIMITS: Readonly<KmzLimits> = Object.freeze({
+  maxUncompressedBytes: 2 * 1024 * MiB,
+  maxRatio: 100,
+  ratioFreeBytes: 8 * MiB
+})
+
+export interface KmlSourceOptions {
+  kmzLimits?: Partial<KmzLimits>
+}
+
+// The end-of-central-directory record: its signature, its size without the comment, and how far
+// from the end of the file it is looked for (a comment of up to 64 KiB, and junk after it).
+const EOCD_SIGNATURE = Buffer.from([0x50, 0x4b, 0x05, 0x06])
+const CENTRAL_SIGNATURE = 0x02014b50
+const EOCD_SIZE = 22
+const EOCD_SCAN_BYTES = MiB + 64 * 1024 + EOCD_SIZE
+
+const bytes = (n: number) => (n % (1024 * MiB) === 0 ? `${n / 1024 / MiB} GiB` : n % MiB === 0 ? `${n / MiB} MiB` : `${n} bytes`)
 
 function reason(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err)
@@ -33,7 +67,7 @@ async function isZip(path: string): Promise<boolean> {
   }
 }
 
-async function* guard(stream: Readable, describe: (err: unknown) => KmlSourceError, done: () => void): AsyncGenerator<Buffer> {
+async function* guard(stream: AsyncIterable<Buffer>, describe: (err: unknown) => KmlSourceError, done: () => void): AsyncGenerator<Buffer> {
   try {
     for await (const chunk of stream) yield chunk as Buffer
   } catch (err) {
@@ -43,10 +77,104 @@ async function* guard(stream: Readable, describe: (err: unknown) => KmlSourceErr
   }
 }
 
-function openZip(path: string): Promise<yauzl.ZipFile> {
-  return new Promise((resolve, reject) => {
-    yauzl.open(path, { lazyEntries: true, autoClose: false }, (err, zip) => (err ? reject(err) : resolve(zip)))
-  })
+/**
+ * The offset of the end-of-central-directory record, found by its signature from the end of the file
+ * and accepted only when the central directory it points to is there. Its comment length is not
+ * trusted: archives with a wrong one, or with bytes appended after it, are common and other zip
+ * readers open them.
+ */
+async function findEndRecord(handle: FileHandle, size: number): Promise<number | null> {
+  const scan = Math.min(size, EOCD_SCAN_BYTES)
+  const tail = Buffer.alloc(scan)
+  await handle.read(tail, 0, scan, size - scan)
+  const probe = Buffer.alloc(4)
+  for (let i = tail.lastIndexOf(EOCD_SIGNATURE, scan - EOCD_SIZE); i >= 0; i = i > 0 ? tail.lastIndexOf(EOCD_SIGNATURE, i - 1) : -1) {
+    const at = size - scan + i
+    const entries = tail.readUInt16LE(i + 10)
+    const centralSize = tail.readUInt32LE(i + 12)
+    const centralOffset = tail.readUInt32LE(i + 16)
+    // ZIP64 archives keep the real values in their own record, which the zip reader checks.
+    if (entries === 0xffff || centralSize === 0xffffffff || centralOffset === 0xffffffff) return at
+    if (centralOffset + centralSize > at) continue
+    if (entries === 0) return at
+    const { bytesRead } = await handle.read(probe, 0, 4, centralOffset)
+    if (bytesRead === 4 && probe.readUInt32LE(0) === CENTRAL_SIGNATURE) return at
+  }
+  return null
+}
+
+/**
+ * The archive as the zip reader sees it: the file up to the end of its end-of-central-directory
+ * record, whose comment length reads 0, so that trailing bytes and a wrong length do not matter.
+ */
+class TrimmedZipReader extends yauzl.RandomAccessReader {
+  constructor(private readonly handle: FileHandle, private readonly endRecord: number) {
+    super()
+  }
+
+  override _readStreamForRange(start: number, end: number): Readable {
+    return Readable.from(this.range(start, end), { objectMode: false })
+  }
+
+  private async *range(start: number, end: number): AsyncGenerator<Buffer> {
+    const commentLength = this.endRecord + 20
+    for (let pos = start; pos < end; ) {
+      const want = Math.min(HIGH_WATER_MARK, end - pos)
+      const buf = Buffer.allocUnsafe(want)
+      const { bytesRead } = await this.handle.read(buf, 0, want, pos)
+      if (bytesRead === 0) throw new Error('unexpected end of file')
+      const chunk = buf.subarray(0, bytesRead)
+      for (let k = Math.max(pos, commentLength); k < Math.min(pos + bytesRead, commentLength + 2); k++) chunk[k - pos] = 0
+      yield chunk
+      pos += bytesRead
+    }
+  }
+
+  override close(callback: (err: Error | null) => void): void {
+    this.handle.close().then(() => callback(null), callback)
+  }
+}
+
+async function openZip(path: string): Promise<yauzl.ZipFile> {
+  const handle = await open(path, 'r')
+  let reader: TrimmedZipReader
+  try {
+    const { size } = await handle.stat()
+    const endRecord = await findEndRecord(handle, size)
+    if (endRecord === null) throw new Error('end of central directory record signature not found')
+    reader = new TrimmedZipReader(handle, endRecord)
+    return await new Promise((resolve, reject) => {
+      yauzl.fromRandomAccessReader(reader, endRecord + EOCD_SIZE, { lazyEntries: true, autoClose: false }, (err, zip) => (err ? reject(err) : resolve(zip)))
+    })
+  } catch (err) {
+    await handle.close().catch(() => {})
+    throw err
+  }
+}
+
+/** The most bytes the entry may inflate to, or why it may not be inflated at all. */
+function checkEntrySize(path: string, entry: yauzl.Entry, limits: KmzLimits): number {
+  const name = entry.fileName
+  const declared = entry.uncompressedSize
+  if (declared > limits.maxUncompressedBytes) {
+    throw new KmlSourceError(`refusing KMZ ${path}: ${name} would inflate to ${declared} bytes, over the ${bytes(limits.maxUncompressedBytes)} limit`)
+  }
+  const byRatio = Math.max(limits.ratioFreeBytes, limits.maxRatio * entry.compressedSize)
+  if (declared > byRatio) {
+    const ratio = entry.compressedSize > 0 ? Math.round(declared / entry.compressedSize) : Infinity
+    throw new KmlSourceError(`refusing KMZ ${path}: ${name} would inflate ${entry.compressedSize} bytes to ${declared} (${ratio}:1, over the ${limits.maxRatio}:1 limit for entries past ${bytes(limits.ratioFreeBytes)}); it looks like a zip bomb`)
+  }
+  return Math.min(declared, limits.maxUncompressedBytes, byRatio)
+}
+
+// Counts the inflated bytes: an entry inflating past its declared size is refused at that point.
+async function* counted(chunks: AsyncIterable<Buffer>, allowed: number, bomb: () => KmlSourceError): AsyncGenerator<Buffer> {
+  let total = 0
+  for await (const chunk of chunks) {
+    total += chunk.length
+    if (total > allowed) throw bomb()
+    yield chunk
+  }
 }
 
 function findKmlEntry(zip: yauzl.ZipFile): Promise<yauzl.Entry | null> {
@@ -75,7 +203,7 @@ function openEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Readable> {
   })
 }
 
-async function openKmz(path: string): Promise<KmlSource> {
+async function openKmz(path: string, limits: KmzLimits): Promise<KmlSource> {
   const corrupt = (err: unknown) => new KmlSourceError(`cannot read KMZ ${path}: ${reason(err)}`)
   let zip: yauzl.ZipFile
   try {
@@ -91,11 +219,16 @@ async function openKmz(path: string): Promise<KmlSource> {
   try {
     const entry = await findKmlEntry(zip)
     if (entry === null) throw new KmlSourceError(`no .kml file inside ${path}`)
+    const allowed = checkEntrySize(path, entry, limits)
+    const found = entry
+    const bomb = () => new KmlSourceError(`refusing KMZ ${path}: ${found.fileName} inflates to more than its declared ${found.uncompressedSize} bytes; the archive is corrupt or a zip bomb`)
     stream = await openEntry(zip, entry)
     // Errors after the entry is found surface through the stream, and an unhandled 'error' would crash the process.
     zip.removeAllListeners('error')
     zip.on('error', () => {})
-    return { chunks: guard(stream, corrupt, close), kind: 'kmz', entryName: entry.fileName, close }
+    // The zip reader stops an entry at its declared size too; either way the message is the same.
+    const describe = (err: unknown) => (/too many bytes in the stream/.test(reason(err)) ? bomb() : corrupt(err))
+    return { chunks: guard(counted(stream, allowed, bomb), describe, close), kind: 'kmz', entryName: entry.fileName, size: entry.uncompressedSize, close }
   } catch (err) {
     close()
     throw err instanceof KmlSourceError ? err : corrupt(err)
@@ -103,11 +236,14 @@ async function openKmz(path: string): Promise<KmlSource> {
 }
 
 /** Opens a .kml or .kmz file (told apart by content) as a stream of raw KML bytes. */
-export async function openKmlSource(path: string): Promise<KmlSource> {
+export async function openKmlSource(path: string, options: KmlSourceOptions = {}): Promise<KmlSource> {
+  const limits: KmzLimits = { ...KMZ_LIMITS, ...options.kmzLimits }
+  let size: number
   try {
     const info = await stat(path)
     if (!info.isFile()) throw new KmlSourceError(`not a file: ${path}`)
-    if (await isZip(path)) return await openKmz(path)
+    size = info.size
+    if (await isZip(path)) return await openKmz(path, limits)
   } catch (err) {
     if (err instanceof KmlSourceError) throw err
     const code = (err as NodeJS.ErrnoException).code
@@ -117,5 +253,5 @@ export async function openKmlSource(path: string): Promise<KmlSource> {
   }
   const stream = createReadStream(path, { highWaterMark: HIGH_WATER_MARK })
   const close = () => stream.destroy()
-  return { chunks: guard(stream, (err) => new KmlSourceError(`cannot read ${path}: ${reason(err)}`), close), kind: 'kml', close }
+  return { chunks: guard(stream, (err) => new KmlSourceError(`cannot read ${path}: ${reason(err)}`), close), kind: 'kml', size, close }
 }

@@ -1,6 +1,10 @@
 import t from 'tap'
 import { Readable } from 'node:stream'
-import { parseActivityLine, readActivityLines } from '../../lib/activity/ndjson.ts'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { createPostgresDatabase } from '../helper.ts'
+import { runScript } from '../support/run.ts'
+import { MAX_LINE_BYTES, parseActivityLine, readActivityLines, type LineResult } from '../../lib/activity/ndjson.ts'
 import { isoFormatter, parseInstant } from '../../lib/activity/instant.ts'
 
 const ok = { type: 'typing', guildId: '1', channelId: '2', userId: '3', username: 'x', createdAt: '2025-01-01T00:00:00Z' }
@@ -77,4 +81,64 @@ t.test('the fast ISO formatter equals toISOString', async (t) => {
   for (let i = 0; i < 2000; i++) samples.push(1_700_000_000_000 + i * 7_919_357)
   for (const ms of samples) if (iso(ms) !== new Date(ms).toISOString()) t.fail(`${ms}: ${iso(ms)}`)
   t.pass(`${samples.length} instants`)
+})
+
+const summarize = (r: LineResult) => (r.error !== undefined ? [r.lineNumber, r.error] : [r.lineNumber, r.event.userId])
+
+t.test('a line past the length limit is one invalid line, and the next lines still read', async (t) => {
+  t.equal(MAX_LINE_BYTES, 1024 * 1024)
+  const long = line({ ...ok, username: 'x'.repeat(200) })
+  const text = [line(ok), long, line({ ...ok, userId: '7' }), long].join('\r\n')
+  const byChunk = async (size: number) => {
+    const chunks: Buffer[] = []
+    const bytes = Buffer.from(text)
+    for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.subarray(i, i + size))
+    const results = []
+    for await (const r of readActivityLines(Readable.from(chunks), { maxLineBytes: 150 })) results.push(summarize(r))
+    return results
+  }
+  const expected = [[1, '3'], [2, 'line is longer than 150 bytes'], [3, '7'], [4, 'line is longer than 150 bytes']]
+  for (const size of [text.length, 1, 7, 64]) t.same(await byChunk(size), expected, `chunks of ${size}`)
+
+  // Exactly at the limit is fine; the CR of a CRLF does not count.
+  const exact = line({ ...ok, username: 'y'.repeat(50) })
+  const results = []
+  for await (const r of readActivityLines(Readable.from([`${exact}\r\n${exact}`]), { maxLineBytes: Buffer.byteLength(exact) })) results.push(summarize(r))
+  t.same(results, [[1, '3'], [2, '3']])
+})
+
+t.test('an endless line is reported while it arrives, without being held', async (t) => {
+  let produced = 0
+  const total = 64 * 1024 * 1024
+  async function* source(): AsyncGenerator<Buffer> {
+    const piece = Buffer.alloc(64 * 1024, 'x')
+    while (produced < total) {
+      produced += piece.length
+      yield piece
+    }
+    yield Buffer.from(`\n${line({ ...ok, userId: 'after' })}\n`)
+  }
+  const results: (string | number)[][] = []
+  let producedAtError = -1
+  for await (const r of readActivityLines(source())) {
+    if (r.error !== undefined && producedAtError < 0) producedAtError = produced
+    results.push(summarize(r))
+  }
+  t.same(results, [[1, 'line is longer than 1048576 bytes (1 MiB)'], [2, 'after']])
+  t.ok(producedAtError > 0 && producedAtError <= MAX_LINE_BYTES + 128 * 1024, `reported after ${producedAtError} bytes of ${total}`)
+})
+
+t.test('import:activity reports an over-long line with its number', async (t) => {
+  const url = await createPostgresDatabase(t)
+  const dir = t.testdir({})
+  const file = join(dir, 'long.ndjson')
+  writeFileSync(file, [line(ok), `{"type":"typing","username":"${'z'.repeat(2 * 1024 * 1024)}"}`, line({ ...ok, userId: '8' })].join('\n') + '\n')
+  const refused = await runScript('scripts/import-activity.ts', [file], { DATABASE_URL: url })
+  t.equal(refused.code, 1)
+  t.match(refused.stderr, /^invalid line 2: line is longer than 1048576 bytes \(1 MiB\)$/m)
+  t.match(refused.stderr, /^error: .*long\.ndjson: 1 invalid line; nothing was loaded/m)
+  t.notMatch(refused.stderr, /\n\s+at /, 'no stack trace')
+  const skipped = await runScript('scripts/import-activity.ts', [file, '--skip-invalid'], { DATABASE_URL: url })
+  t.equal(skipped.code, 0, skipped.stderr)
+  t.match(skipped.stdout, /lines: 3, loaded: 2, invalid: 1 \(skipped\)/)
 })

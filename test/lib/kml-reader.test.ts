@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import zlib from 'node:zlib'
-import { readKml, KmlError, type KmlItem, type KmlPlacemark, type KmlStyle } from '../../lib/kml/reader.ts'
+import { readKml, KmlError, KML_LIMITS, type DecodeReport, type KmlItem, type KmlLimits, type KmlPlacemark, type KmlStyle } from '../../lib/kml/reader.ts'
 import { openKmlSource, KmlSourceError } from '../../lib/kml/source.ts'
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -42,9 +42,10 @@ function slices(data: Buffer, size: number): Buffer[] {
   return out
 }
 
-async function expectKmlError(input: string | (string | Buffer)[]): Promise<KmlError> {
+async function expectKmlError(input: string | (string | Buffer)[] | AsyncIterable<string | Buffer>, limits?: Partial<KmlLimits>): Promise<KmlError> {
   try {
-    await collect(input)
+    const source = typeof input === 'string' ? fromArray([input]) : Array.isArray(input) ? fromArray(input) : input
+    for await (const item of readKml(source, { limits })) void item
   } catch (err) {
     if (err instanceof KmlError) return err
     throw err
@@ -620,4 +621,246 @@ t.test('the Vegas KMZ', { skip: existsSync(vegasPath) ? false : `${vegasPath} is
   t.same(styleKinds, { Style: 44, StyleMap: 18 })
   t.equal(topFolders.size, 9, 'every placemark sits in one of the 9 top-level folders')
   t.ok(nbspNames > 100, `${nbspNames} names keep their no-break spaces`)
+})
+
+// Lines of a document whose placemark sits under `depth` nested folders (the Document is one more level).
+function nestedFolders(depth: number): string[] {
+  const lines = ['<kml>', '<Document>']
+  for (let i = 1; i <= depth; i++) lines.push(`<Folder><name>f${i}</name>`)
+  lines.push('<Placemark><name>deep</name><Point><coordinates>1,1</coordinates></Point></Placemark>')
+  for (let i = 1; i <= depth; i++) lines.push('</Folder>')
+  lines.push('</Document>', '</kml>')
+  return lines
+}
+
+t.test('Folder/Document nesting is limited, and refused quickly', async (t) => {
+  t.equal(KML_LIMITS.maxFolderDepth, 64)
+  const deepest = await collect(nestedFolders(63).join('\n'))
+  t.same(placemarks(deepest)[0].folderPath, Array.from({ length: 63 }, (_, i) => `f${i + 1}`), '63 folders in the Document: 64 levels, accepted')
+  t.equal(deepest.filter((i) => i.kind === 'folder').length, 63)
+
+  const tooDeep = await expectKmlError(nestedFolders(64).join('\n'))
+  t.equal(tooDeep.message, 'Folder/Document nesting deeper than 64 levels at line 66')
+  t.equal(tooDeep.line, 66)
+
+  // Ten thousand nested folders once took over a minute and 1.6 GB to import.
+  const started = performance.now()
+  const huge = await expectKmlError(nestedFolders(10_000).join('\n'))
+  t.match(huge.message, /^Folder\/Document nesting deeper than 64 levels at line 66$/)
+  t.ok(performance.now() - started < 2000, `refused in ${Math.round(performance.now() - started)} ms`)
+})
+
+t.test('element depth is limited', async (t) => {
+  t.equal(KML_LIMITS.maxElementDepth, 256)
+  const open = Array.from({ length: 300 }, (_, i) => `<x${i}>`).join('\n')
+  const err = await expectKmlError(`<kml>\n<Document>\n<Placemark>\n<ExtendedData>\n${open}`)
+  // kml, Document, Placemark, ExtendedData and 252 more: the 257th element is refused.
+  t.equal(err.message, 'elements nested deeper than 256 levels at line 257 (<x252>)')
+  t.equal(err.line, 257)
+})
+
+t.test('many sibling folders read in time linear in their number', async (t) => {
+  const doc = (n: number) => {
+    const parts = ['<kml><Document>']
+    for (let i = 0; i < n; i++) parts.push(`<Folder><name>f${i}</name><Placemark><name>p${i}</name><Point><coordinates>1,1</coordinates></Point></Placemark></Folder>\n`)
+    parts.push('</Document></kml>')
+    return parts
+  }
+  const time = async (n: number) => {
+    const started = performance.now()
+    let folders = 0
+    let marks = 0
+    for await (const item of readKml(fromArray(doc(n)))) {
+      if (item.kind === 'folder') folders++
+      else if (item.kind === 'placemark') marks++
+    }
+    t.same([folders, marks], [n, n])
+    return performance.now() - started
+  }
+  await time(5000)
+  const small = await time(10_000)
+  const large = await time(80_000)
+  t.ok(large < 2000 + small * 8 * 3, `10,000 folders: ${Math.round(small)} ms, 80,000: ${Math.round(large)} ms`)
+})
+
+// A document whose one placemark's `element` text is fed in 64 KiB pieces up to `total` characters;
+// `produced` tells how much had been handed to the reader when it gave up.
+function endless(before: string, piece: string, total: number, after: string) {
+  const state = { produced: 0 }
+  async function* source(): AsyncGenerator<string> {
+    yield before
+    const chunk = piece.repeat(Math.ceil(65536 / piece.length))
+    while (state.produced < total) {
+      state.produced += chunk.length
+      yield chunk
+    }
+    yield after
+  }
+  return { source: source(), state }
+}
+
+t.test('huge coordinates are refused while they arrive, not once held', async (t) => {
+  t.equal(KML_LIMITS.maxCoordinatesChars, 16 * 1024 * 1024)
+  const { source, state } = endless('<kml><Document>\n<Placemark><name>big</name><LineString>\n<coordinates>', '1.5,2.5 ', 64 * 1024 * 1024, '</coordinates></LineString></Placemark></Document></kml>')
+  const err = await expectKmlError(source)
+  t.equal(err.message, 'placemark at line 2: coordinates longer than 16777216 characters (16 MiB) (at line 3)')
+  t.ok(state.produced < 16 * 1024 * 1024 + 256 * 1024, `stopped after ${state.produced} characters`)
+
+  // The limit is for all of a placemark's coordinates: a polygon's rings together.
+  const ring = '0,0 1,0 1,1 0,0 '.repeat(4)
+  const rings = `<outerBoundaryIs><LinearRing><coordinates>${ring}</coordinates></LinearRing></outerBoundaryIs>` +
+    `<innerBoundaryIs><LinearRing><coordinates>${ring}</coordinates></LinearRing></innerBoundaryIs>`.repeat(3)
+  const polygon = await expectKmlError(kml(`<Placemark><name>p</name><Polygon>${rings}</Polygon></Placemark>`), { maxCoordinatesChars: ring.length * 3 })
+  t.match(polygon.message, /^placemark at line 5: coordinates longer than 192 characters/)
+  t.equal(placemarks(await collectWith(kml(`<Placemark><name>p</name><Polygon>${rings}</Polygon></Placemark>`), { maxCoordinatesChars: ring.length * 4 })).length, 1, 'at the limit: accepted')
+})
+
+async function collectWith(input: string, limits: Partial<KmlLimits>): Promise<KmlItem[]> {
+  const items: KmlItem[] = []
+  for await (const item of readKml(fromArray([input]), { limits })) items.push(item)
+  return items
+}
+
+t.test('too many positions in one geometry', async (t) => {
+  t.equal(KML_LIMITS.maxPoints, 1_000_000)
+  const line = (n: number) => kml(`<Placemark><name>l</name><LineString><coordinates>${'3,4 '.repeat(n)}</coordinates></LineString></Placemark>`)
+  t.equal(placemarks(await collectWith(line(100), { maxPoints: 100 }))[0].geometry.coordinates.length, 100)
+  const err = await expectKmlError(line(101), { maxPoints: 100 })
+  t.equal(err.message, 'placemark at line 5: more than 100 coordinate positions')
+  const ring = '0,0 1,0 1,1 0,0 '
+  const poly = kml(`<Placemark><name>p</name><Polygon><outerBoundaryIs><LinearRing><coordinates>${ring}</coordinates></LinearRing></outerBoundaryIs>` +
+    `<innerBoundaryIs><LinearRing><coordinates>${ring}</coordinates></LinearRing></innerBoundaryIs></Polygon></Placemark>`)
+  t.equal(placemarks(await collectWith(poly, { maxPoints: 8 })).length, 1, 'rings count together: 8 of 8')
+  t.match((await expectKmlError(poly, { maxPoints: 7 })).message, /more than 7 coordinate positions/)
+})
+
+t.test('huge text values are refused while they arrive', async (t) => {
+  t.equal(KML_LIMITS.maxTextChars, 1024 * 1024)
+  const description = endless('<kml><Document>\n<Placemark><name>d</name>\n<description>', 'blah ', 32 * 1024 * 1024, '</description></Placemark></Document></kml>')
+  const err = await expectKmlError(description.source)
+  t.equal(err.message, 'placemark at line 2: <description> text longer than 1048576 characters (1 MiB) (at line 3)')
+  t.ok(description.state.produced < 1024 * 1024 + 256 * 1024, `stopped after ${description.state.produced} characters`)
+
+  // Text split by CDATA sections and entities still adds up.
+  const pieces = '<![CDATA[abcdefghij]]>&amp;'.repeat(20)
+  t.match((await expectKmlError(kml(`<Placemark><name>${pieces}</name></Placemark>`), { maxTextChars: 100 })).message, /^placemark at line 5: <name> text longer than 100 characters/)
+
+  const folder = await expectKmlError(kml(`<Folder>\n<name>${'x'.repeat(101)}</name></Folder>`), { maxTextChars: 100 })
+  t.match(folder.message, /^<name> text longer than 100 characters \(at line 6\)$/)
+  const style = await expectKmlError(kml(`<Style id="s">\n<IconStyle><Icon><href>${'h'.repeat(101)}</href></Icon></IconStyle></Style>`), { maxTextChars: 100 })
+  t.match(style.message, /^style "s" at line 5: <href> text longer than 100 characters/)
+})
+
+t.test('one placemark or style holds a bounded amount of text', async (t) => {
+  const data = Array.from({ length: 20 }, (_, i) => `<Data name="k${i}"><value>${'v'.repeat(50)}</value></Data>`).join('')
+  const mark = kml(`<Placemark><name>many</name><ExtendedData>${data}</ExtendedData><Point><coordinates>1,1</coordinates></Point></Placemark>`)
+  t.equal(placemarks(await collectWith(mark, { maxPlacemarkChars: 10_000 }))[0].extendedData.length, 20)
+  t.match((await expectKmlError(mark, { maxPlacemarkChars: 1000 })).message, /^placemark at line 5 holds more than 1000 characters of text/)
+  // Empty entries are not free.
+  const empty = Array.from({ length: 100 }, () => '<SimpleData name="e"/>').join('')
+  t.match((await expectKmlError(kml(`<Placemark><ExtendedData><SchemaData>${empty}</SchemaData></ExtendedData></Placemark>`), { maxPlacemarkChars: 1000 })).message, /holds more than 1000 characters/)
+
+  const props = Array.from({ length: 50 }, (_, i) => `<p${i}>${'x'.repeat(30)}</p${i}>`).join('')
+  t.match((await expectKmlError(kml(`<Style id="big"><LabelStyle>${props}</LabelStyle></Style>`), { maxStyleChars: 1000 })).message, /^style "big" at line 5 holds more than 1000 characters of text/)
+})
+
+t.test('a run of text, comments or a tag past the token limit is refused', async (t) => {
+  t.equal(KML_LIMITS.maxTokenChars, 16 * 1024 * 1024)
+  const comment = endless('<kml><Document>\n<!--', 'comment ', 64 * 1024 * 1024, '--></Document></kml>')
+  const err = await expectKmlError(comment.source)
+  t.equal(err.message, 'text, comments or a tag running longer than 16777216 characters (16 MiB) without an element boundary (at line 2)')
+  t.ok(comment.state.produced < 16 * 1024 * 1024 + 256 * 1024, `stopped after ${comment.state.produced} characters`)
+  const tag = await expectKmlError(`<kml><Document><Placemark ${Array.from({ length: 200 }, (_, i) => `a${i}="1"`).join(' ')}/></Document></kml>`, { maxTokenChars: 1000 })
+  t.match(tag.message, /^text, comments or a tag running longer than 1000 characters/)
+  t.equal(placemarks(await collectWith(kml('<!-- a short comment --><Placemark><name>ok</name><Point><coordinates>1,1</coordinates></Point></Placemark>'), { maxTokenChars: 1000 })).length, 1)
+})
+
+async function decoded(bytes: Buffer, chunk = bytes.length): Promise<{ items: KmlItem[]; report: DecodeReport }> {
+  const report: DecodeReport = { encoding: null, invalidSequences: 0, firstInvalidLine: null }
+  const items: KmlItem[] = []
+  for await (const item of readKml(fromArray(slices(bytes, chunk)), { report })) items.push(item)
+  return { items, report }
+}
+
+const encoded = (encoding: string) => `<?xml version="1.0" encoding="${encoding}"?>
+<kml><Document>
+<Placemark><name>Café «Zoë» — 5 €</name><description>naïve</description><Point><coordinates>1,1</coordinates></Point></Placemark>
+</Document></kml>
+`
+
+t.test('the declared encoding is honoured', async (t) => {
+  const latin1 = Buffer.from(encoded('ISO-8859-1').replace(' — 5 €', ''), 'latin1')
+  t.ok(latin1.includes(0xe9), 'é is one byte')
+  for (const size of [latin1.length, 1]) {
+    const { items, report } = await decoded(latin1, size)
+    t.equal(placemarks(items)[0].name, 'Café «Zoë»', `ISO-8859-1 in chunks of ${size}`)
+    t.same(report, { encoding: 'iso-8859-1', invalidSequences: 0, firstInvalidLine: null })
+  }
+  t.equal(placemarks((await decoded(Buffer.from(encoded('latin1').replace(' — 5 €', ''), 'latin1'))).items)[0].description, 'naïve', 'the label latin1')
+
+  // windows-1252 puts € at 0x80 and — at 0x97.
+  const cp1252 = Buffer.from(encoded('windows-1252').replace('—', '\u0097').replace('€', '\u0080'), 'latin1')
+  const win = await decoded(cp1252, 5)
+  t.equal(placemarks(win.items)[0].name, 'Café «Zoë» — 5 €')
+  t.equal(win.report.encoding, 'windows-1252')
+
+  const utf8 = Buffer.from(encoded('UTF-8'))
+  t.equal(placemarks((await decoded(utf8, 1)).items)[0].name, 'Café «Zoë» — 5 €')
+  t.equal(placemarks((await decoded(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(encoded('utf-8'))]), 2)).items)[0].name, 'Café «Zoë» — 5 €', 'UTF-8 with a BOM')
+  const undeclared = await decoded(Buffer.from(encoded('UTF-8').replace(/^<\?xml[^>]*>\n/, '')), 3)
+  t.equal(placemarks(undeclared.items)[0].name, 'Café «Zoë» — 5 €', 'no declaration: UTF-8')
+  t.equal(undeclared.report.encoding, 'utf-8')
+})
+
+t.test('UTF-16 with a byte order mark, either byte order', async (t) => {
+  const text = encoded('UTF-16').replace('Zoë', 'Zoë 🎡')
+  const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')])
+  const be = Buffer.from(le).swap16()
+  t.same([be[0], be[1]], [0xfe, 0xff])
+  for (const [name, bytes] of [['utf-16le', le], ['utf-16be', be]] as const) {
+    for (const size of [bytes.length, 1, 3]) {
+      const { items, report } = await decoded(bytes, size)
+      t.equal(placemarks(items)[0]?.name, 'Café «Zoë 🎡» — 5 €', `${name} in chunks of ${size}`)
+      t.same(report, { encoding: name, invalidSequences: 0, firstInvalidLine: null })
+    }
+  }
+  const noBom = await decoded(Buffer.from(text, 'utf16le'), 7)
+  t.equal(placemarks(noBom.items)[0].name, 'Café «Zoë 🎡» — 5 €', 'UTF-16LE told by its layout without a BOM')
+
+  // A lone surrogate is counted like an invalid UTF-8 sequence.
+  const broken = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text.replace('naïve', 'na\uD800ve'), 'utf16le')])
+  const lone = await decoded(broken, 64)
+  t.equal(placemarks(lone.items)[0].description, 'na\uFFFDve')
+  t.same(lone.report, { encoding: 'utf-16le', invalidSequences: 1, firstInvalidLine: 3 })
+})
+
+t.test('an unsupported or impossible encoding is refused, naming it', async (t) => {
+  const ebcdic = await expectKmlError([Buffer.from(encoded('EBCDIC-CP-US'))])
+  t.equal(ebcdic.message, 'unsupported encoding "EBCDIC-CP-US" in the XML declaration (supported: UTF-8, UTF-16 with a byte order mark, ISO-8859-1, windows-1252 and the other WHATWG encodings)')
+  t.match((await expectKmlError([Buffer.from(encoded('x-klingon'))])).message, /^unsupported encoding "x-klingon"/)
+  t.match((await expectKmlError([Buffer.from(encoded('UTF-7'))])).message, /^unsupported encoding "UTF-7"/)
+  t.match((await expectKmlError([Buffer.from(encoded('ISO-2022-KR'))])).message, /^unsupported encoding "ISO-2022-KR"/, 'a replacement-only encoding')
+  t.match((await expectKmlError([Buffer.from(encoded('UTF-16'))])).message, /names encoding "UTF-16" but the file is not UTF-16 text/)
+  t.match((await expectKmlError([Buffer.from([0xff, 0xfe, 0, 0, 0x3c, 0, 0, 0])])).message, /UTF-32 text is not supported/)
+})
+
+t.test('invalid UTF-8 is counted with the line of the first, not dropped or fatal', async (t) => {
+  const text = encoded('UTF-8')
+  const lines = text.split('\n')
+  // Line 3: a stray continuation byte and a truncated 3-byte sequence; line 4: an overlong encoding.
+  const bytes = Buffer.concat([
+    Buffer.from(`${lines[0]}\n${lines[1]}\n<Placemark><name>bad `), Buffer.from([0x80]), Buffer.from(' and '), Buffer.from([0xe2, 0x82]),
+    Buffer.from('</name><Point><coordinates>1,1</coordinates></Point></Placemark>\n<Placemark><name>'), Buffer.from([0xc0, 0xaf]),
+    Buffer.from('</name><Point><coordinates>2,2</coordinates></Point></Placemark>\n'), Buffer.from(lines.slice(2).join('\n'))
+  ])
+  for (const size of [bytes.length, 1, 2, 5]) {
+    const { items, report } = await decoded(bytes, size)
+    t.same(placemarks(items).map((p) => p.name), ['bad \uFFFD and \uFFFD', '\uFFFD\uFFFD', 'Café «Zoë» — 5 €'], `chunks of ${size}`)
+    t.same(report, { encoding: 'utf-8', invalidSequences: 4, firstInvalidLine: 3 })
+  }
+  // Input ending inside a sequence: counted, and here (outside the root) then refused by the parser.
+  const report: DecodeReport = { encoding: null, invalidSequences: 0, firstInvalidLine: null }
+  const truncated = fromArray(slices(Buffer.concat([Buffer.from('<kml></kml>\n'), Buffer.from([0xf0, 0x9f])]), 1))
+  await t.rejects(async () => { for await (const item of readKml(truncated, { report })) void item }, /text data outside of root node/)
+  t.same(report, { encoding: 'utf-8', invalidSequences: 1, firstInvalidLine: 2 }, 'input ending inside a sequence')
 })
