@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyServerOptions } from 'fastify'
+import type { Server } from 'node:http'
+import type { FastifyHttpOptions, FastifyInstance, FastifyServerOptions } from 'fastify'
 import autoload from '@fastify/autoload'
 import { fileURLToPath } from 'node:url'
 import { dirname, join } from 'node:path'
@@ -6,6 +7,8 @@ import type { Config } from './lib/config.ts'
 import type { DatabaseHandle } from './db/index.ts'
 import { loggerOptions, requestChildLogger } from './lib/logger.ts'
 import configPlugin from './plugins/app/config.ts'
+import { strictValidatorFactory } from './lib/validation.ts'
+import { clientErrorHandler, frameworkErrorHandler } from './plugins/app/errors.ts'
 
 const root = dirname(fileURLToPath(import.meta.url))
 // The sources run as TypeScript through tsx's --import hook, which @fastify/autoload cannot detect by itself.
@@ -29,7 +32,7 @@ export function trustProxySetting(value: string | undefined): FastifyServerOptio
 }
 
 /** The Fastify server options the app is built for: the process entry and the tests both use them. */
-export function serverOptions(config: Config): FastifyServerOptions {
+export function serverOptions(config: Config): FastifyHttpOptions<Server> {
   return {
     logger: loggerOptions(config.LOG_LEVEL),
     childLoggerFactory: requestChildLogger,
@@ -37,9 +40,21 @@ export function serverOptions(config: Config): FastifyServerOptions {
     // Unknown properties are refused (schemas that allow them say so), never silently dropped: on the
     // dataset routes an unknown query parameter would otherwise make every URL its own cache entry.
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false } },
+    // Fastify's Ajv compiler, each validator followed by one check for every route: non-finite numbers
+    // (`1e309`, `Infinity`) and NUL characters are refused as 400s.
+    schemaController: { compilersFactory: { buildValidator: strictValidatorFactory() } },
+    // Errors the router raises before any hook (a malformed escape, an over-long parameter) keep the
+    // {error, message} contract and the CORS headers.
+    frameworkErrors: frameworkErrorHandler(config),
+    // Errors of the HTTP parser (bad headers, a request timeout) are answered on the socket itself.
+    clientErrorHandler,
     // The first start on the embedded database migrates and seeds it, which a busy machine can take
     // longer than Fastify's default 10 s per plugin to do.
     pluginTimeout: 120_000,
+    // A request trickled in slowly is cut off (408) once REQUEST_TIMEOUT_MS has passed since it began;
+    // Node checks open connections against it every second.
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    http: { headersTimeout: Math.min(10_000, config.REQUEST_TIMEOUT_MS), connectionsCheckingInterval: 1000 },
     return503OnClosing: true,
     forceCloseConnections: 'idle'
   }
@@ -52,6 +67,8 @@ export function serverOptions(config: Config): FastifyServerOptions {
  */
 export default async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(configPlugin, { config: opts.config })
+  // Connections past the limit are closed as they arrive, before they can exhaust file descriptors.
+  fastify.server.maxConnections = opts.config.MAX_CONNECTIONS
   await fastify.register(autoload, { dir: join(root, 'plugins/external'), forceESM: true })
   await fastify.register(autoload, { dir: join(root, 'plugins/app'), forceESM: true, options: { handle: opts.db } })
   await fastify.register(autoload, { dir: join(root, 'routes'), forceESM: true, autoHooks: true, cascadeHooks: true })

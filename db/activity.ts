@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import type { Database } from './types.ts'
-import type { Role } from '../lib/auth/types.ts'
+import { MAX_INSTANT } from '../lib/activity/instant.ts'
 
 type Db = Kysely<Database>
 
@@ -27,14 +27,19 @@ export interface GhostQuery {
  * Whether the caller may read guild analytics: role ADMIN, or per the guild list stored at sign-in
  * the guild's owner or a holder of ADMINISTRATOR or MANAGE_GUILD. No row for the guild: no.
  */
-export async function canReadGuild(db: Db, who: { userId: string; role: Role; guildId: string }): Promise<boolean> {
-  if (who.role === 'ADMIN') return true
-  // One primary-key lookup on user_guilds (user_id, guild_id).
-  const row = await db.selectFrom('user_guilds').select(['owner', 'permissions'])
-    .where('user_id', '=', who.userId).where('guild_id', '=', who.guildId).executeTakeFirst()
+/**
+ * Whether the user may read the guild's analytics, from the stored role and guild list as they are
+ * now (one lookup): a role taken away by `user:role` applies to the next request on every instance.
+ */
+export async function canReadGuild(db: Db, who: { userId: string; guildId: string }): Promise<boolean> {
+  const row = await db.selectFrom('users')
+    .leftJoin('user_guilds', (j) => j.onRef('user_guilds.user_id', '=', 'users.id').on('user_guilds.guild_id', '=', who.guildId))
+    .select(['users.role', 'user_guilds.owner', 'user_guilds.permissions'])
+    .where('users.id', '=', who.userId).executeTakeFirst()
   if (!row) return false
+  if (row.role === 'ADMIN') return true
   if (row.owner) return true
-  return (permissionBits(row.permissions) & (ADMINISTRATOR | MANAGE_GUILD)) !== 0n
+  return row.permissions !== null && (permissionBits(row.permissions) & (ADMINISTRATOR | MANAGE_GUILD)) !== 0n
 }
 
 // A malformed stored bit set grants nothing rather than failing the request.
@@ -70,8 +75,11 @@ export async function ghostsForGuild(db: Db, q: GhostQuery): Promise<Ghost[]> {
     const since = q.since.getTime()
     const dayStart = since - (((since % DAY_MS) + DAY_MS) % DAY_MS)
     const partial = since !== dayStart
-    // The first day read whole from the rollup: since's own day when since is its midnight.
-    const firstWholeDay = new Date(partial ? dayStart + DAY_MS : dayStart).toISOString().slice(0, 10)
+    // The first day read whole from the rollup: since's own day when since is its midnight. After
+    // 9999-12-31 (a since on the last day there is) it is PostgreSQL's 'infinity'.
+    const nextDay = dayStart + DAY_MS
+    const nextDayText = nextDay > MAX_INSTANT ? 'infinity' : new Date(nextDay).toISOString()
+    const firstWholeDay = !partial ? new Date(dayStart).toISOString().slice(0, 10) : nextDay > MAX_INSTANT ? 'infinity' : nextDayText.slice(0, 10)
     // int4 like the rollup's counts, so that the sums stay int8 rather than numeric.
     const rawPart = partial
       ? sql`
@@ -79,7 +87,7 @@ export async function ghostsForGuild(db: Db, q: GhostQuery): Promise<Ghost[]> {
         SELECT user_id, (count(*) FILTER (WHERE type = 'typing'))::int4, (count(*) FILTER (WHERE type = 'message'))::int4
         FROM activity_events
         WHERE guild_id = ${q.guildId} AND created_at >= ${new Date(since).toISOString()}::timestamptz
-          AND created_at < ${new Date(dayStart + DAY_MS).toISOString()}::timestamptz
+          AND created_at < ${nextDayText}::timestamptz
         GROUP BY user_id`
       : sql``
     // Ranked and cut to `limit` first, so usernames are looked up for the answer's rows only.

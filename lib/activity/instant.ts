@@ -10,7 +10,7 @@ export interface InstantRules {
 
 // Instants whose UTC year has four digits, so toISOString() gives a form PostgreSQL reads back.
 const MIN_INSTANT = -62135596800000 // 0001-01-01T00:00:00Z
-const MAX_INSTANT = 253402300799999 // 9999-12-31T23:59:59.999Z
+export const MAX_INSTANT = 253402300799999 // 9999-12-31T23:59:59.999Z
 
 const daysInMonth = (year: number, month: number) =>
   month === 2 ? (year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31

@@ -1,7 +1,10 @@
 import fp from 'fastify-plugin'
-import type { FastifyError, FastifyInstance } from 'fastify'
-import { errorBody, HttpError, isDatabaseUnavailable } from '../../lib/errors.ts'
+import type { Socket } from 'node:net'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify'
+import type { Config } from '../../lib/config.ts'
+import { errorBody, HttpError, isDatabaseUnavailable, reasonPhrase } from '../../lib/errors.ts'
 import { bearerRefusalMessage } from '../external/jwt.ts'
+import { allowedOrigins, isAllowedOrigin } from '../external/cors.ts'
 
 // A bearer token refused by @fastify/jwt (its messages are the contract's) or by fast-jwt beneath it.
 const isTokenError = (err: { code?: string }): boolean => typeof err.code === 'string' && /^(FST_JWT_|FAST_JWT_)/.test(err.code)
@@ -30,3 +33,46 @@ export default fp(async function errors(app: FastifyInstance) {
     reply.code(404).send(errorBody(404, `Route ${request.method} ${request.url.split('?')[0]} not found`))
   })
 }, { name: 'errors' })
+
+/**
+ * The router's own errors, raised before any hook runs: a malformed percent-escape (400) and a path
+ * parameter longer than the router's limit (414). Answered as {error, message}, with the CORS headers
+ * @fastify/cors would have set, since its hook never runs for them.
+ */
+export function frameworkErrorHandler(config: Config): NonNullable<FastifyServerOptions['frameworkErrors']> {
+  const origins = allowedOrigins(config.CORS_ORIGINS)
+  return (err, request, res) => {
+    // The option's reply type is generic over every route's schema; this one sends the error shape only.
+    const reply = res as unknown as FastifyReply
+    const status = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400
+    const message = status === 414 ? 'A path parameter is longer than the server accepts' : 'The URL has a malformed percent-encoding'
+    const origin = request.headers.origin
+    reply.header('vary', 'Origin')
+    if (typeof origin === 'string' && isAllowedOrigin(origin, origins)) {
+      reply.header('access-control-allow-origin', origin)
+      reply.header('access-control-allow-credentials', 'true')
+    }
+    reply.code(status).send(errorBody(status, message))
+  }
+}
+
+const clientErrors: Record<string, [number, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request was not received in time'],
+  HPE_HEADER_OVERFLOW: [431, 'The request headers are too large'],
+  ERR_HTTP_HEADERS_TIMEOUT: [408, 'The request headers were not received in time']
+}
+
+/**
+ * Errors of the HTTP parser, before there is a request to route (malformed request line or headers,
+ * headers too large, a request not received within REQUEST_TIMEOUT): {error, message} written on the
+ * socket, which is then closed.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, message] = clientErrors[err.code ?? ''] ?? [400, 'The request is not valid HTTP']
+  const body = JSON.stringify(errorBody(status, message))
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  }
+  socket.destroy()
+}

@@ -10,6 +10,11 @@ export function allowedOrigins(setting: string | undefined): (string | RegExp)[]
   return setting.split(',').map((o) => o.trim()).filter(Boolean)
 }
 
+/** The same test @fastify/cors applies to an Origin header: an exact string or a pattern. */
+export function isAllowedOrigin(origin: string, origins: (string | RegExp)[]): boolean {
+  return origins.some((o) => (typeof o === 'string' ? o === origin : o.test(origin)))
+}
+
 /**
  * Browsers on the allowed origins may call the API with credentials (the refresh cookie) and read the
  * rate-limit headers and the ETag. Every answer varies by Origin; preflights are answered 204.

@@ -19,9 +19,6 @@ const spatial: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     const { min_lon, min_lat, max_lon, max_lat, limit } = request.query
-    for (const [key, value] of Object.entries({ min_lon, min_lat, max_lon, max_lat })) {
-      if (!Number.isFinite(value)) throw new HttpError(400, `querystring/${key} must be a finite number`)
-    }
     if (min_lat > max_lat) throw new HttpError(400, 'querystring/min_lat must be <= max_lat')
     const box = { minLon: min_lon, minLat: min_lat, maxLon: max_lon, maxLat: max_lat }
     const summaries = app.boxIndex.search(box, limit) ?? await placemarksInBox(app.db, box, limit)
