@@ -1,8 +1,11 @@
 import pg from 'pg'
+import { existsSync } from 'node:fs'
+import { join, relative } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
 import type { Database } from './types.ts'
 import { migrations } from './migrations/index.ts'
+import { acquireEmbeddedLock, LOCK_FILE, type EmbeddedLock, type OwnerRecord } from './embedded-lock.ts'
 
 // Dates stay 'YYYY-MM-DD' strings; int8 counts become numbers (they stay far below 2^53 here).
 pg.types.setTypeParser(pg.types.builtins.DATE, (v) => v)
@@ -14,6 +17,15 @@ export interface DatabaseOptions {
   poolMax?: number
   connectionTimeoutMillis?: number
   statementTimeoutMillis?: number
+  // Client-side bound on waiting for a query's answer (packets dropped silently); 0 or unset: none.
+  queryTimeoutMillis?: number
+  // Embedded database: who this process is, as other processes refused the directory are told
+  // ('the server', 'the command scripts/import.ts'); by default the script's name.
+  owner?: string
+  // Embedded database: called when the directory's lock was left by a process that is gone and is taken over.
+  onStaleLock?: (previous: OwnerRecord) => void
+  // Embedded database: PostgreSQL's shared_buffers in MB (PGlite's own default is 128).
+  pgliteSharedBuffersMb?: number
 }
 
 export interface DatabaseHandle {
@@ -201,6 +213,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       max: options.poolMax ?? 10,
       connectionTimeoutMillis: options.connectionTimeoutMillis ?? 3000,
       statement_timeout: options.statementTimeoutMillis || undefined,
+      query_timeout: options.queryTimeoutMillis || undefined,
+      // A peer gone without a word (a dropped network) is noticed by TCP keepalive, not never.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
       idleTimeoutMillis: 30_000
     })
     // A connection dropped by the server while idle must not crash the process; the pool replaces it.
@@ -224,11 +240,23 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   const { PGlite } = await import('@electric-sql/pglite')
   const { createPgConfig } = await import('@electric-sql/pglite/node-postgres')
   const dir = options.pgliteDir ?? './data/pglite'
-  if (!dir.startsWith('memory://')) {
-    const { mkdir } = await import('node:fs/promises')
-    await mkdir(dir, { recursive: true })
+  const startParams = pgliteStartParams(PGlite.defaultStartParams, options.pgliteSharedBuffersMb ?? PGLITE_SHARED_BUFFERS_MB)
+  let lock: EmbeddedLock | null = null
+  let pglite: PGlite
+  try {
+    if (!dir.startsWith('memory://')) {
+      const { mkdir } = await import('node:fs/promises')
+      await mkdir(dir, { recursive: true })
+      // Before anything else in the directory is read or written: another live owner is refused here.
+      lock = acquireEmbeddedLock(dir, options.owner ?? defaultOwner())
+      if (lock.tookOverFrom) options.onStaleLock?.(lock.tookOverFrom)
+      if (!existsSync(join(dir, 'PG_VERSION'))) await createEmbedded(dir, startParams)
+    }
+    pglite = await PGlite.create(dir, { startParams })
+  } catch (err) {
+    lock?.release()
+    throw err
   }
-  const pglite = await PGlite.create(dir)
   // PGlite is one connection; the pool keeps that single client open for good.
   const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, idleTimeoutMillis: 0 } as pg.PoolConfig)
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
@@ -242,9 +270,79 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     close: once(async () => {
       await listeners.stopAll()
       await db.destroy()
-      await pglite.close()
+      try {
+        await pglite.close()
+      } finally {
+        lock?.release()
+      }
     })
   }
+}
+
+// PGlite's default shared_buffers (128 MB) is most of an idle server's memory; the datasets served here
+// fit in a fraction of it, and PostgreSQL reads the rest through the operating system's cache.
+export const PGLITE_SHARED_BUFFERS_MB = 16
+
+function pgliteStartParams(defaults: string[], sharedBuffersMb: number): string[] {
+  return [...defaults, '-c', `shared_buffers=${sharedBuffersMb}MB`]
+}
+
+// 'the command scripts/import.ts' for a CLI, 'the process node …' for anything else.
+function defaultOwner(): string {
+  const script = process.argv[1]
+  if (!script) return `the process ${process.argv0}`
+  const rel = relative(process.cwd(), script)
+  return `the command ${rel.startsWith('..') ? script : rel}`
+}
+
+// Where a new embedded database is built before its files are moved into the directory.
+const STAGING = '.initialising'
+
+/**
+ * A new embedded database is created in a short-lived child process: PGlite's initdb runs in a second,
+ * throw-away PostgreSQL instance whose few hundred MB of WebAssembly memory would otherwise stay with
+ * this process (they are garbage only a rare full collection returns). The child runs under this
+ * process's lock and ends when this process does (its stdin closes). It builds the database in a
+ * staging folder whose files are then moved into the directory, PG_VERSION last: a first start that
+ * is interrupted leaves no half-made database that would later be taken for a whole one.
+ */
+async function createEmbedded(dir: string, startParams: string[]): Promise<void> {
+  const { readdir, rename, rm } = await import('node:fs/promises')
+  const staging = join(dir, STAGING)
+  await rm(staging, { recursive: true, force: true })
+  const foreign = (await readdir(dir)).filter((name) => name !== LOCK_FILE && name !== STAGING)
+  if (foreign.length) {
+    throw new Error('the directory holds files but no database (no PG_VERSION; an interrupted first start?): empty it, or set PGLITE_DIR to a new directory')
+  }
+  await initdbInChild(staging, startParams)
+  const names = (await readdir(staging)).sort((a, b) => Number(a === 'PG_VERSION') - Number(b === 'PG_VERSION'))
+  for (const name of names) await rename(join(staging, name), join(dir, name))
+  await rm(staging, { recursive: true, force: true })
+}
+
+async function initdbInChild(dir: string, startParams: string[]): Promise<void> {
+  const { spawn } = await import('node:child_process')
+  const code = [
+    'const [url, dir, startParams] = JSON.parse(process.argv[1])',
+    "process.stdin.on('end', () => process.exit(1)).resume()",
+    'const { PGlite } = await import(url)',
+    'const pg = await PGlite.create(dir, { startParams })',
+    'await pg.close()',
+    'process.exit(0)'
+  ].join('\n')
+  const args = JSON.stringify([import.meta.resolve('@electric-sql/pglite'), dir, startParams])
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code, args], { stdio: ['pipe', 'ignore', 'pipe'] })
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr = (stderr + d).slice(-4000) })
+  const exit = await new Promise<number | string>((resolve) => {
+    child.once('error', (err) => resolve(err.message))
+    child.once('close', (status, signal) => resolve(status ?? signal ?? 1))
+  })
+  child.stdin.destroy()
+  if (exit === 0) return
+  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('at '))
+  const cause = lines.find((l) => /error/i.test(l)) ?? lines.at(-1) ?? `exit ${exit}`
+  throw new Error(`initdb failed: ${cause}`)
 }
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
@@ -254,6 +352,11 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
 }
 
-export async function ping(db: Kysely<Database>): Promise<void> {
-  await sql`SELECT 1`.execute(db)
+/**
+ * One round trip to the database, failing after timeoutMs without an answer (a network that drops
+ * packets silently would otherwise hold it until TCP gives up). A connection that timed out is
+ * discarded by the pool, not reused.
+ */
+export async function ping(handle: Pick<DatabaseHandle, 'pool'>, timeoutMs: number): Promise<void> {
+  await handle.pool.query({ text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig)
 }

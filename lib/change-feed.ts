@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import type { Redis } from 'ioredis'
 import type { Database } from '../db/types.ts'
-import { createRedis } from './redis.ts'
+import { createRedis, watchRedis } from './redis.ts'
 
 export interface ChangeFeedOptions {
   db: Kysely<Database>
@@ -29,6 +29,7 @@ export class ChangeFeed {
   #since: Date
   #timer: NodeJS.Timeout | null = null
   #subscriber: Redis | null = null
+  #unwatch: (() => void) | null = null
 
   constructor(private readonly opts: ChangeFeedOptions) {
     this.#since = opts.since
@@ -58,12 +59,15 @@ export class ChangeFeed {
       sub.on('error', () => {})
       sub.on('message', (_channel: string, id: string) => this.opts.onChange(id, Date.now()))
       await sub.subscribe(this.opts.channel).catch(this.opts.onError)
+      // A silent subscriber connection is replaced (ioredis subscribes again); the poll covers the gap.
+      this.#unwatch = watchRedis(sub, 1000, 500)
       this.#subscriber = sub
     }
   }
 
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer)
+    this.#unwatch?.()
     if (this.#subscriber) await this.#subscriber.quit().catch(() => this.#subscriber?.disconnect())
   }
 }

@@ -7,11 +7,26 @@ export const ConfigSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   HOST: Type.Optional(Type.String({ minLength: 1 })),
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+  // Unset: readable lines on a terminal outside production, JSON otherwise (lib/logger.ts logFormat).
+  LOG_FORMAT: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('pretty')])),
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
   PGLITE_DIR: Type.String({ minLength: 1, default: './data/pglite' }),
+  // The embedded database's PostgreSQL shared_buffers, in MB: its main share of the server's memory.
+  PGLITE_SHARED_BUFFERS_MB: Type.Integer({ minimum: 1, maximum: 4096, default: 16 }),
   DB_POOL_MAX: Type.Integer({ minimum: 1, maximum: 500, default: 10 }),
   DB_CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 3000 }),
   DB_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 10000 }),
+  // A query without an answer from the database for this long fails on the client side (a network that
+  // drops packets silently); 0 turns it off. Unset: the statement timeout plus 5 s.
+  DB_QUERY_TIMEOUT_MS: Type.Optional(Type.Integer({ minimum: 0 })),
+  // A request (headers and body) not received whole within this time is answered 408 and closed.
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000 }),
+  // Open client connections at most; past it new connections are closed at once.
+  MAX_CONNECTIONS: Type.Integer({ minimum: 1, default: 10000 }),
+  // On shutdown, requests still arriving or running this long after it began are cut off.
+  SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 5000 }),
+  // A Redis command without an answer for this long fails (the shared state is then skipped).
+  REDIS_COMMAND_TIMEOUT_MS: Type.Integer({ minimum: 50, default: 1000 }),
   SEED_SAMPLE_DATA: Type.Boolean({ default: true }),
   CORS_ORIGINS: Type.Optional(Type.String()),
   TRUST_PROXY: Type.Optional(Type.String()),
@@ -35,8 +50,15 @@ export const ConfigSchema = Type.Object({
   JWT_ISSUER: Type.String({ minLength: 1, default: 'guild-analytics' }),
   JWT_ACCESS_EXPIRES_IN: Type.String({ minLength: 1, default: '15m' }),
   JWT_REFRESH_EXPIRES_IN: Type.String({ minLength: 1, default: '7d' }),
+  // A session ends this long after its sign-in however often it is refreshed, so the guild list stored
+  // at sign-in is never older than this.
+  SESSION_MAX_AGE: Type.String({ minLength: 1, default: '7d' }),
+  // Ended sessions (expired or revoked) and spent refresh-token records are deleted this long after.
+  SESSION_RETENTION: Type.String({ minLength: 1, default: '30d' }),
   SIGNIN_MAX_FAILURES: Type.Integer({ minimum: 1, default: 5 }),
   SIGNIN_BLOCK_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
+  // The longest block: later blocks of one IP double the first up to this.
+  SIGNIN_MAX_BLOCK_SECONDS: Type.Integer({ minimum: 1, default: 3600 }),
   REVOCATION_POLL_MS: Type.Integer({ minimum: 50, default: 1000 }),
   PROFILE_CACHE_SIZE: Type.Integer({ minimum: 0, default: 10_000 })
 })

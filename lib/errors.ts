@@ -21,18 +21,21 @@ export function errorBody(statusCode: number, message: string): { error: string;
 }
 
 const unavailableCodes = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH',
-  '57P01', '57P02', '57P03', // admin shutdown, crash shutdown, cannot connect now
-  '08000', '08003', '08006', '08001', '08004', // connection exceptions
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN',
   '57014', // statement timeout
-  '53300' // too many connections
+  '55000', // the database is not accepting connections (datallowconn off)
+  '3D000', // the database does not exist (dropped or renamed under the server)
+  '28000', '28P01' // the role or its password is refused
 ])
+// Whole classes: connection exceptions (08), insufficient resources (53: too many connections, disk
+// full, out of memory), operator intervention (57P: shutdown, cannot connect now, database dropped).
+const unavailableClasses = /^(08|53|57P)/
 
 // True for failures that mean "the database cannot serve right now", as opposed to a bug in a query.
 export function isDatabaseUnavailable(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false
   const e = err as { code?: unknown; message?: unknown }
-  if (typeof e.code === 'string' && unavailableCodes.has(e.code)) return true
+  if (typeof e.code === 'string' && (unavailableCodes.has(e.code) || unavailableClasses.test(e.code))) return true
   const message = typeof e.message === 'string' ? e.message : ''
-  return /timeout exceeded when trying to connect|Connection terminated|connection is closed|Client has encountered a connection error|terminating connection/i.test(message)
+  return /timeout exceeded when trying to connect|Query read timeout|Connection terminated|connection is closed|Client has encountered a connection error|terminating connection/i.test(message)
 }

@@ -15,7 +15,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     try {
-      await ping(app.db)
+      await ping(app.dbHandle, app.config.DB_CONNECTION_TIMEOUT_MS)
       return { status: 'ok' }
     } catch (err) {
       request.log.warn({ code: (err as { code?: string }).code }, 'health check: database did not answer')

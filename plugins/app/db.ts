@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../db/index.ts'
+import { EmbeddedDatabaseInUse } from '../../db/embedded-lock.ts'
 import type { Database } from '../../db/types.ts'
 import { seedSampleIfEmpty } from '../../db/sample/seed.ts'
 import { seedDemoActivityIfEmpty } from '../../db/sample/activity.ts'
@@ -18,24 +19,64 @@ export interface DbPluginOptions {
   handle?: DatabaseHandle
 }
 
+/**
+ * Fastify gives each plugin pluginTimeout ms and then fails with a message that blames the code. The
+ * first start on the embedded database (creating, migrating and seeding it) is the one step here that
+ * a slow or busy machine can stretch that far, so it is given up earlier, naming the cause. Fastify's
+ * clock starts before this plugin's modules are loaded, hence the margin (a tenth, at least 5 s).
+ */
+async function beforePluginTimeout<T>(app: FastifyInstance, work: Promise<T>, cause: () => string): Promise<T> {
+  const budget = app.initialConfig.pluginTimeout ?? 0
+  if (!budget) return work
+  let timer: NodeJS.Timeout | undefined
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(cause())), budget - Math.min(Math.max(budget * 0.1, 5000), budget / 2))
+  })
+  try {
+    return await Promise.race([work, expired])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 export default fp(async function db(app: FastifyInstance, opts: DbPluginOptions) {
   const { config } = app
-  const handle = opts.handle ?? await openDatabase({
-    url: config.DATABASE_URL,
-    pgliteDir: config.PGLITE_DIR,
-    poolMax: config.DB_POOL_MAX,
-    connectionTimeoutMillis: config.DB_CONNECTION_TIMEOUT_MS,
-    statementTimeoutMillis: config.DB_STATEMENT_TIMEOUT_MS
-  })
-  if (!opts.handle) app.addHook('onClose', async () => { await handle.close() })
-  const applied = await migrateToLatest(handle.db)
-  if (applied.length) app.log.info({ migrations: applied }, 'database migrated')
-  if (config.SEED_SAMPLE_DATA && handle.kind === 'pglite') {
-    const summary = await seedSampleIfEmpty(handle)
-    if (summary) app.log.info({ placemarks: summary.placemarks }, 'embedded database seeded with the sample dataset')
-    const activity = await seedDemoActivityIfEmpty(handle)
-    if (activity) app.log.info({ events: activity.events }, 'embedded database seeded with demo guild activity')
+  const embedded = opts.handle ? opts.handle.kind === 'pglite' : !config.DATABASE_URL
+  const what = embedded ? `the embedded database in ${config.PGLITE_DIR}` : 'the database at DATABASE_URL'
+  let step = 'opening'
+  // Each step's failure names the step and the database; a refusal by the directory's owner lock is
+  // complete as it is.
+  const stepFailed = (err: unknown): never => {
+    if (err instanceof EmbeddedDatabaseInUse) throw err
+    throw new Error(`${step} ${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
   }
+  const prepare = async (): Promise<DatabaseHandle> => {
+    const handle = opts.handle ?? await openDatabase({
+      url: config.DATABASE_URL,
+      pgliteDir: config.PGLITE_DIR,
+      poolMax: config.DB_POOL_MAX,
+      connectionTimeoutMillis: config.DB_CONNECTION_TIMEOUT_MS,
+      statementTimeoutMillis: config.DB_STATEMENT_TIMEOUT_MS,
+      queryTimeoutMillis: config.DB_QUERY_TIMEOUT_MS ?? (config.DB_STATEMENT_TIMEOUT_MS ? config.DB_STATEMENT_TIMEOUT_MS + 5000 : 0),
+      owner: 'the server',
+      pgliteSharedBuffersMb: config.PGLITE_SHARED_BUFFERS_MB,
+      onStaleLock: (previous) => app.log.warn({ previousOwner: previous }, `took over ${what}: its previous owner (pid ${previous.pid}) is no longer running`)
+    }).catch(stepFailed)
+    if (!opts.handle) app.addHook('onClose', async () => { await handle.close() })
+    step = 'migrating'
+    const applied = await migrateToLatest(handle.db).catch(stepFailed)
+    if (applied.length) app.log.info({ migrations: applied }, 'database migrated')
+    if (config.SEED_SAMPLE_DATA && handle.kind === 'pglite') {
+      step = 'seeding'
+      const summary = await seedSampleIfEmpty(handle).catch(stepFailed)
+      if (summary) app.log.info({ placemarks: summary.placemarks }, 'embedded database seeded with the sample dataset')
+      const activity = await seedDemoActivityIfEmpty(handle).catch(stepFailed)
+      if (activity) app.log.info({ events: activity.events }, 'embedded database seeded with demo guild activity')
+    }
+    return handle
+  }
+  const seconds = (app.initialConfig.pluginTimeout ?? 0) / 1000
+  const handle = await beforePluginTimeout(app, prepare(), () => `${what} was not ready within ${seconds} s: ${step} it took too long (a slow or busy disk?)`)
   app.decorate('db', handle.db)
   app.decorate('dbHandle', handle)
 }, { name: 'db', dependencies: ['config'] })

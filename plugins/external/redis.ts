@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
-import { createRedis } from '../../lib/redis.ts'
+import { createRedis, watchRedis } from '../../lib/redis.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,7 +16,9 @@ export default fp(async function redis(app: FastifyInstance) {
     app.decorate('redis', null)
     return
   }
-  const client = createRedis(url)
+  const client = createRedis(url, { commandTimeout: app.config.REDIS_COMMAND_TIMEOUT_MS })
+  // A Redis that went silent is noticed within about a second and skipped until it is back.
+  const unwatch = watchRedis(client, 1000, Math.min(app.config.REDIS_COMMAND_TIMEOUT_MS, 500))
   let healthy = true
   client.on('error', (err: Error) => {
     if (healthy) app.log.warn({ err: err.message }, 'redis unavailable: shared limits and revocation fan-out fall back to this instance until it returns')
@@ -28,6 +30,7 @@ export default fp(async function redis(app: FastifyInstance) {
   })
   app.decorate('redis', client)
   app.addHook('onClose', async () => {
+    unwatch()
     await client.quit().catch(() => client.disconnect())
   })
 }, { name: 'redis', dependencies: ['config'] })

@@ -1,27 +1,43 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../../lib/config.ts'
 import pg from 'pg'
 import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
 import { buildTestApp, createPostgresDatabase, projectRoot } from '../helper.ts'
-import { migrateToLatest, openDatabase } from '../../db/index.ts'
+import { migrateToLatest, openDatabase, type DatabaseOptions } from '../../db/index.ts'
 import { importPlacemarks } from '../../lib/import/placemarks.ts'
 import { TcpProxy } from '../support/tcp-proxy.ts'
 
-t.test('database outages answer 503 fast and the server recovers by itself', async (t) => {
+// A database with the small fixture, reached through a proxy the test can cut; the app on a handle to it.
+async function proxiedApp(t: Test, options: Omit<DatabaseOptions, 'url'>, overrides: Partial<Config> = {}) {
   const url = await createPostgresDatabase(t)
   const seed = await openDatabase({ url })
   await migrateToLatest(seed.db)
   await importPlacemarks(seed, createReadStream(join(projectRoot, 'test/fixtures/small.kml')), { timeZone: 'UTC', source: 'small.kml' })
   await seed.close()
-
   const proxy = new TcpProxy(5432)
   await proxy.start()
   t.teardown(() => proxy.stop())
   const proxied = new URL(url)
   proxied.port = String(proxy.port)
-  const handle = await openDatabase({ url: proxied.toString(), poolMax: 4, connectionTimeoutMillis: 500, statementTimeoutMillis: 2000 })
+  const handle = await openDatabase({ url: proxied.toString(), ...options })
   t.teardown(() => handle.close())
-  const app = await buildTestApp(t, handle)
+  const app = await buildTestApp(t, handle, overrides)
+  return { url, proxy, app }
+}
+
+// Polls path until it answers 200; whether it did within about five seconds.
+async function recovers(app: FastifyInstance, path: string): Promise<boolean> {
+  for (let i = 0; i < 50; i++) {
+    if ((await app.inject(path)).statusCode === 200) return true
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return false
+}
+
+t.test('database outages answer 503 fast and the server recovers by itself', async (t) => {
+  const { url, proxy, app } = await proxiedApp(t, { poolMax: 4, connectionTimeoutMillis: 500, statementTimeoutMillis: 2000 })
 
   t.equal((await app.inject('/api/v1/placemarks/1')).statusCode, 200)
   t.equal((await app.inject('/api/v1/stats')).statusCode, 200)
@@ -51,11 +67,52 @@ t.test('database outages answer 503 fast and the server recovers by itself', asy
   t.equal((await app.inject('/api/v1/stats')).statusCode, 200, 'cached answers keep being served')
 
   await proxy.start()
-  let recovered = false
-  for (let i = 0; i < 20 && !recovered; i++) {
-    recovered = (await app.inject('/health')).statusCode === 200
-    if (!recovered) await new Promise((r) => setTimeout(r, 100))
-  }
-  t.ok(recovered, 'health recovers when the database is back')
+  t.ok(await recovers(app, '/health'), 'health recovers when the database is back')
   t.equal((await app.inject('/api/v1/placemarks/5')).statusCode, 200)
+})
+
+t.test('a network that drops packets silently: requests and /health answer 503 in bounded time, then recover', async (t) => {
+  const { proxy, app } = await proxiedApp(t, { poolMax: 4, connectionTimeoutMillis: 800, statementTimeoutMillis: 1000, queryTimeoutMillis: 1500 }, { DB_CONNECTION_TIMEOUT_MS: 800 })
+  t.equal((await app.inject('/api/v1/placemarks/1')).statusCode, 200)
+
+  proxy.blackhole()
+  for (const [path, bound] of [['/api/v1/placemarks/2', 3000], ['/health', 2000]] as const) {
+    const started = Date.now()
+    const res = await app.inject(path)
+    const took = Date.now() - started
+    t.equal(res.statusCode, 503, `${path}: 503`)
+    t.ok(took < bound, `${path}: answered in ${took} ms, under ${bound} ms`)
+  }
+  t.same((await app.inject('/api/v1/placemarks/3')).json(), { error: 'Service Unavailable', message: 'The database is unavailable; try again shortly' })
+
+  proxy.restore()
+  t.ok(await recovers(app, '/api/v1/placemarks/4'), 'answers again once the network is back')
+  t.equal((await app.inject('/health')).statusCode, 200)
+})
+
+t.test('PostgreSQL refusing the database (dropped, not accepting connections) is a 503', async (t) => {
+  const url = await createPostgresDatabase(t)
+  const seed = await openDatabase({ url })
+  await migrateToLatest(seed.db)
+  await seed.close()
+  const handle = await openDatabase({ url, poolMax: 2, connectionTimeoutMillis: 1000 })
+  t.teardown(() => handle.close())
+  const app = await buildTestApp(t, handle)
+  t.equal((await app.inject('/api/v1/stats')).statusCode, 200)
+  const name = new URL(url).pathname.slice(1)
+  const admin = new pg.Client({ connectionString: url.replace(`/${name}`, '/postgres') })
+  await admin.connect()
+  t.teardown(() => admin.end())
+  // 55000: the database is not accepting connections.
+  await admin.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false`)
+  await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name])
+  const refused = await app.inject('/api/v1/placemarks/1')
+  t.equal(refused.statusCode, 503, 'not accepting connections: 503')
+  t.equal((await app.inject('/health')).statusCode, 503)
+  await admin.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS true`)
+  // 3D000: the database no longer exists.
+  await admin.query(`ALTER DATABASE ${name} RENAME TO ${name}_moved`)
+  t.equal((await app.inject('/api/v1/placemarks/1')).statusCode, 503, 'database missing: 503')
+  await admin.query(`ALTER DATABASE ${name}_moved RENAME TO ${name}`)
+  t.ok(await recovers(app, '/health'), 'recovers once the database accepts connections again')
 })

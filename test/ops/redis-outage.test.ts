@@ -1,0 +1,46 @@
+import t from 'tap'
+import { buildTestApp, openTestDatabase } from '../helper.ts'
+import { TcpProxy } from '../support/tcp-proxy.ts'
+
+t.test('a Redis that silently stops answering is skipped within seconds, not waited on by every request', async (t) => {
+  const proxy = new TcpProxy(6379)
+  await proxy.start()
+  t.teardown(() => proxy.stop())
+  const handle = await openTestDatabase(t, 'pglite')
+  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 1000, REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_COMMAND_TIMEOUT_MS: 500 })
+  // A client address of this run only: the budget in the shared Redis starts full.
+  const remoteAddress = `10.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`
+  const timed = async () => {
+    const started = Date.now()
+    const res = await app.inject({ url: '/api/v1/folders', remoteAddress })
+    return { status: res.statusCode, ms: Date.now() - started, remaining: res.headers['x-ratelimit-remaining'] }
+  }
+  // Redis answering: counted there.
+  for (let i = 0; i < 100 && app.redis?.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50))
+  const before = await timed()
+  t.equal(before.status, 200)
+  t.equal(before.remaining, '999', 'counted in Redis')
+
+  proxy.blackhole()
+  const first = await timed()
+  t.equal(first.status, 200, 'served while Redis is silent (the limit is skipped)')
+  t.ok(first.ms < 1500, `the first request waits at most the command timeout (${first.ms} ms)`)
+  await new Promise((r) => setTimeout(r, 2500))
+  const later: number[] = []
+  for (let i = 0; i < 20; i++) {
+    const r = await timed()
+    t.equal(r.status, 200)
+    later.push(r.ms)
+  }
+  const worst = Math.max(...later)
+  t.ok(worst < 100, `once noticed, requests do not wait on Redis (worst of 20: ${worst} ms)`)
+
+  proxy.restore()
+  let counted = false
+  for (let i = 0; i < 50 && !counted; i++) {
+    const r = await timed()
+    counted = r.remaining !== undefined && Number(r.remaining) < 999
+    if (!counted) await new Promise((res) => setTimeout(res, 100))
+  }
+  t.ok(counted, 'counting in Redis resumes when it answers again')
+})
