@@ -46,7 +46,7 @@ export type RotateResult =
  * Spends a refresh token and records its successor, atomically: of two requests with the same token
  * only one can win. A token already spent means it was copied: the caller revokes the session.
  */
-export async function rotateRefreshToken(db: Db, oldHash: string, next: { tokenHash: string; expiresAt: Date }): Promise<RotateResult> {
+export async function rotateRefreshToken(db: Db, oldHash: string, next: { tokenHash: string; expiresAt: Date }, maxAgeMs: number): Promise<RotateResult> {
   return db.transaction().execute(async (trx) => {
     const spent = await trx.updateTable('refresh_tokens').set({ rotated_at: sql`now()` })
       .where('token_hash', '=', oldHash).where('rotated_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
@@ -55,12 +55,15 @@ export async function rotateRefreshToken(db: Db, oldHash: string, next: { tokenH
       const known = await trx.selectFrom('refresh_tokens').select(['session_id', 'rotated_at']).where('token_hash', '=', oldHash).executeTakeFirst()
       return known?.rotated_at ? { kind: 'reused', sessionId: known.session_id } : { kind: 'invalid' }
     }
+    // A session past its absolute lifetime (SESSION_MAX_AGE from its sign-in) is not renewed.
     const session = await trx.selectFrom('sessions').selectAll().where('id', '=', spent.session_id)
-      .where('revoked_at', 'is', null).where('expires_at', '>', sql<Date>`now()`).executeTakeFirst()
+      .where('revoked_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
+      .where('created_at', '>', sql<Date>`now() - make_interval(secs => ${maxAgeMs / 1000})`).executeTakeFirst()
     if (!session) return { kind: 'invalid' }
-    await trx.insertInto('refresh_tokens').values({ token_hash: next.tokenHash, session_id: session.id, expires_at: next.expiresAt }).execute()
-    // The session lives as long as its newest refresh token.
-    await trx.updateTable('sessions').set({ last_used_at: sql`now()`, expires_at: next.expiresAt }).where('id', '=', session.id).execute()
+    // The session lives as long as its newest refresh token, never past its absolute lifetime.
+    const end = new Date(Math.min(next.expiresAt.getTime(), session.created_at.getTime() + maxAgeMs))
+    await trx.insertInto('refresh_tokens').values({ token_hash: next.tokenHash, session_id: session.id, expires_at: end }).execute()
+    await trx.updateTable('sessions').set({ last_used_at: sql`now()`, expires_at: end }).where('id', '=', session.id).execute()
     const user = await trx.selectFrom('users').selectAll().where('id', '=', session.user_id).executeTakeFirstOrThrow()
     return { kind: 'ok', sessionId: session.id, user }
   })
@@ -103,3 +106,30 @@ export async function setRole(db: Db, providerId: string, role: Role): Promise<s
 }
 
 export const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)
+
+/**
+ * Retention: deletes sessions that ended (expired or revoked) more than retentionMs ago, with their
+ * refresh-token records, and refresh-token records that expired more than retentionMs ago (a spent
+ * one is kept until then so that its reuse is still recognised). In batches, so that no single
+ * statement holds many locks. Returns the numbers deleted.
+ */
+export async function pruneAuthRecords(db: Db, retentionMs: number, batch = 5000): Promise<{ sessions: number; refreshTokens: number }> {
+  const cutoff = sql<Date>`now() - make_interval(secs => ${retentionMs / 1000})`
+  let sessions = 0
+  let refreshTokens = 0
+  for (;;) {
+    const res = await sql`DELETE FROM sessions WHERE id IN (
+      SELECT id FROM sessions WHERE expires_at < ${cutoff} OR revoked_at < ${cutoff} LIMIT ${batch})`.execute(db)
+    const n = Number(res.numAffectedRows ?? 0)
+    sessions += n
+    if (n < batch) break
+  }
+  for (;;) {
+    const res = await sql`DELETE FROM refresh_tokens WHERE token_hash IN (
+      SELECT token_hash FROM refresh_tokens WHERE expires_at < ${cutoff} LIMIT ${batch})`.execute(db)
+    const n = Number(res.numAffectedRows ?? 0)
+    refreshTokens += n
+    if (n < batch) break
+  }
+  return { sessions, refreshTokens }
+}

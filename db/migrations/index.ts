@@ -4,6 +4,7 @@ import * as auth from './002_auth.ts'
 import * as activity from './003_activity.ts'
 import * as activityRank from './004_activity_rank.ts'
 import * as usersUpdated from './005_users_updated.ts'
+import * as authRetention from './006_auth_retention.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -11,5 +12,6 @@ export const migrations: Record<string, Migration> = {
   '002_auth': auth,
   '003_activity': activity,
   '004_activity_rank': activityRank,
-  '005_users_updated': usersUpdated
+  '005_users_updated': usersUpdated,
+  '006_auth_retention': authRetention
 }

@@ -1,3 +1,5 @@
+import { Type } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
 import { HttpError } from '../errors.ts'
 import type { Config } from '../config.ts'
 
@@ -61,6 +63,33 @@ export function grantsRequiredScopes(scope: unknown): boolean {
   return REQUIRED_SCOPES.every((s) => scopes.includes(s))
 }
 
+// The largest answer read from the provider's user and guild endpoints.
+const MAX_ANSWER_BYTES = 1024 * 1024
+
+const NoNul = { pattern: '^[^\\u0000]*$' }
+const Id = Type.String({ minLength: 1, maxLength: 64, ...NoNul })
+const Text = (maxLength: number) => Type.String({ maxLength, ...NoNul })
+const OptionalImage = Type.Optional(Type.Union([Type.Null(), Text(256)]))
+
+/** What is accepted from the provider's user endpoint; other fields are ignored. */
+const UserAnswer = Type.Object({
+  id: Id,
+  username: Type.String({ minLength: 1, maxLength: 100, ...NoNul }),
+  discriminator: Type.Optional(Text(16)),
+  avatar: OptionalImage
+})
+
+/** The guild list: at most 1000 entries, each with a decimal permission bit set of at most 64 bits. */
+const GuildsAnswer = Type.Array(Type.Object({
+  id: Id,
+  name: Type.Optional(Text(200)),
+  icon: OptionalImage,
+  owner: Type.Optional(Type.Boolean()),
+  permissions: Type.Optional(Type.String({ pattern: '^\\d{1,20}$' }))
+}), { maxItems: 1000 })
+
+const unusable = () => new HttpError(502, 'Identity provider returned an unusable answer')
+
 async function call(url: string, accessToken: string, timeoutMs: number): Promise<unknown> {
   let res: Response
   try {
@@ -68,33 +97,60 @@ async function call(url: string, accessToken: string, timeoutMs: number): Promis
   } catch {
     throw unavailable()
   }
-  if (!res.ok) throw unavailable()
-  try {
-    return await res.json()
-  } catch {
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => {})
     throw unavailable()
+  }
+  const text = await readBounded(res, MAX_ANSWER_BYTES)
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw unusable()
   }
 }
 
-const isString = (v: unknown): v is string => typeof v === 'string' && v.length > 0
+// The answer as text, refused past maxBytes without reading the rest.
+async function readBounded(res: Response, maxBytes: number): Promise<string> {
+  if (Number(res.headers.get('content-length') ?? 0) > maxBytes) {
+    await res.body?.cancel().catch(() => {})
+    throw unusable()
+  }
+  const chunks: Uint8Array[] = []
+  let size = 0
+  try {
+    for await (const chunk of res.body ?? []) {
+      size += chunk.byteLength
+      if (size > maxBytes) {
+        await res.body?.cancel().catch(() => {})
+        throw unusable()
+      }
+      chunks.push(chunk)
+    }
+  } catch (err) {
+    throw err instanceof HttpError ? err : unavailable()
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
 
-/** The signed-in person and their guilds, read with the provider's access token from the code exchange. */
+/**
+ * The signed-in person and their guilds, read with the provider's access token from the code exchange.
+ * Answers are validated before anything is stored: wrong types, over-long or NUL-bearing strings, more
+ * than 1000 guilds or a malformed permission set make the sign-in a 502, never a 500 or a stored oddity.
+ */
 export async function fetchIdentity(settings: IdpSettings, accessToken: string): Promise<{ user: IdpUser; guilds: IdpGuild[] }> {
   const [rawUser, rawGuilds] = await Promise.all([
     call(settings.userUrl, accessToken, settings.timeoutMs),
     call(settings.guildsUrl, accessToken, settings.timeoutMs)
   ])
-  const user = (rawUser ?? {}) as Partial<IdpUser>
-  const guilds = rawGuilds as Partial<IdpGuild>[]
-  if (!isString(user.id) || !isString(user.username) || !Array.isArray(guilds)) throw unavailable()
+  if (!Value.Check(UserAnswer, rawUser) || !Value.Check(GuildsAnswer, rawGuilds)) throw unusable()
   return {
-    user: { id: user.id, username: user.username, discriminator: String(user.discriminator ?? '0'), avatar: typeof user.avatar === 'string' ? user.avatar : null },
-    guilds: guilds.filter((g) => g !== null && typeof g === 'object' && isString(g.id)).map((g) => ({
-      id: g.id as string,
-      name: String(g.name ?? ''),
-      icon: typeof g.icon === 'string' ? g.icon : null,
+    user: { id: rawUser.id, username: rawUser.username, discriminator: rawUser.discriminator ?? '0', avatar: rawUser.avatar ?? null },
+    guilds: rawGuilds.map((g) => ({
+      id: g.id,
+      name: g.name ?? '',
+      icon: g.icon ?? null,
       owner: g.owner === true,
-      permissions: /^\d+$/.test(String(g.permissions ?? '')) ? String(g.permissions) : '0'
+      permissions: g.permissions ?? '0'
     }))
   }
 }

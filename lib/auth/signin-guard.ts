@@ -1,61 +1,109 @@
 import type { Redis } from 'ioredis'
 
 export interface SigninGuardSettings {
+  // Sign-in attempts of one IP that may fail within the window before it is blocked.
   maxFailures: number
+  // Failures are forgotten this long after an IP's last attempt.
   windowMs: number
+  // The first block; each later block of the same IP doubles it, up to maxBlockMs.
   blockMs: number
   maxBlockMs: number
+  // Blocks are forgotten (the next one is the first again) this long after the last.
+  blockMemoryMs: number
 }
 
+/**
+ * Per-IP sign-in throttling. An attempt is counted as a failure before the provider is called, in one
+ * atomic step with the check, so concurrent attempts cannot all slip under the threshold; an attempt
+ * that succeeds (or that failed through no fault of the client) takes back its own count only, so a
+ * success never erases the failures of others behind the same address.
+ */
 export interface SigninGuard {
-  // Milliseconds the IP must still wait, or 0.
-  blockedFor(ip: string): Promise<number>
-  // Records a failure; returns the block it caused (ms), or 0.
-  recordFailure(ip: string): Promise<number>
-  recordSuccess(ip: string): Promise<void>
+  // Counts an attempt: 0 when it may go ahead, or the milliseconds the IP must still wait.
+  begin(ip: string): Promise<number>
+  // Takes back one attempt counted by begin().
+  release(ip: string): Promise<void>
 }
 
-// Blocks double with every failure past the threshold: base, 2×base, 4×base … up to the cap.
-export function blockDuration(failures: number, s: SigninGuardSettings): number {
-  if (failures < s.maxFailures) return 0
-  return Math.min(s.blockMs * 2 ** (failures - s.maxFailures), s.maxBlockMs)
+/** The length of an IP's nth block (1-based): blockMs, doubling, at most maxBlockMs. */
+export function blockDuration(nth: number, s: SigninGuardSettings): number {
+  return Math.min(s.blockMs * 2 ** Math.min(nth - 1, 30), s.maxBlockMs)
 }
 
-interface Entry { failures: number; lastFailure: number; blockedUntil: number }
+interface Entry { attempts: number; lastAttempt: number; blocks: number; lastBlock: number; blockedUntil: number }
 
 export class MemorySigninGuard implements SigninGuard {
   #entries = new Map<string, Entry>()
   constructor(private readonly settings: SigninGuardSettings) {}
 
-  async blockedFor(ip: string): Promise<number> {
-    const e = this.#entries.get(ip)
-    return e ? Math.max(0, e.blockedUntil - Date.now()) : 0
-  }
-
-  async recordFailure(ip: string): Promise<number> {
+  async begin(ip: string): Promise<number> {
     const now = Date.now()
+    const s = this.settings
     let e = this.#entries.get(ip)
-    // The window runs from the last failure or the end of the last block, so blocks keep doubling.
-    if (!e || now - Math.max(e.lastFailure, e.blockedUntil) > this.settings.windowMs) e = { failures: 0, lastFailure: now, blockedUntil: 0 }
-    e.failures++
-    e.lastFailure = now
-    const block = blockDuration(e.failures, this.settings)
-    if (block) e.blockedUntil = now + block
-    this.#entries.set(ip, e)
-    if (this.#entries.size > 100_000) this.#prune(now)
-    return block
+    if (!e) {
+      e = { attempts: 0, lastAttempt: 0, blocks: 0, lastBlock: 0, blockedUntil: 0 }
+      this.#entries.set(ip, e)
+      if (this.#entries.size > 100_000) this.#prune(now)
+    }
+    if (e.blockedUntil > now) return e.blockedUntil - now
+    if (now - e.lastAttempt > s.windowMs) e.attempts = 0
+    if (now - e.lastBlock > s.blockMemoryMs) e.blocks = 0
+    e.lastAttempt = now
+    if (e.attempts >= s.maxFailures) {
+      e.blocks++
+      e.lastBlock = now
+      e.attempts = 0
+      e.blockedUntil = now + blockDuration(e.blocks, s)
+      return e.blockedUntil - now
+    }
+    e.attempts++
+    return 0
   }
 
-  async recordSuccess(ip: string): Promise<void> {
-    this.#entries.delete(ip)
+  async release(ip: string): Promise<void> {
+    const e = this.#entries.get(ip)
+    if (e && e.attempts > 0) e.attempts--
   }
 
   #prune(now: number): void {
+    const s = this.settings
     for (const [ip, e] of this.#entries) {
-      if (now - Math.max(e.lastFailure, e.blockedUntil) > this.settings.windowMs) this.#entries.delete(ip)
+      if (e.blockedUntil < now && now - e.lastAttempt > s.windowMs && now - e.lastBlock > s.blockMemoryMs) this.#entries.delete(ip)
     }
   }
 }
+
+// The same rule as MemorySigninGuard.begin, run inside Redis so that it is one step for every instance.
+// KEYS[1] the IP's hash; ARGV: now, maxFailures, windowMs, blockMs, maxBlockMs, blockMemoryMs.
+const BEGIN_SCRIPT = `
+local now = tonumber(ARGV[1])
+local maxFailures, windowMs, blockMs, maxBlockMs, memoryMs = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local v = redis.call('HMGET', KEYS[1], 'attempts', 'lastAttempt', 'blocks', 'lastBlock', 'blockedUntil')
+local attempts, lastAttempt, blocks, lastBlock, blockedUntil = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4]) or 0, tonumber(v[5]) or 0
+if blockedUntil > now then return blockedUntil - now end
+if now - lastAttempt > windowMs then attempts = 0 end
+if now - lastBlock > memoryMs then blocks = 0 end
+local wait = 0
+if attempts >= maxFailures then
+  blocks = blocks + 1
+  lastBlock = now
+  attempts = 0
+  wait = math.min(blockMs * 2 ^ math.min(blocks - 1, 30), maxBlockMs)
+  blockedUntil = now + wait
+else
+  attempts = attempts + 1
+end
+redis.call('HSET', KEYS[1], 'attempts', attempts, 'lastAttempt', now, 'blocks', blocks, 'lastBlock', lastBlock, 'blockedUntil', blockedUntil)
+redis.call('PEXPIRE', KEYS[1], math.max(windowMs, memoryMs) + wait)
+return wait
+`
+
+// Takes back one attempt, never below zero.
+const RELEASE_SCRIPT = `
+local attempts = tonumber(redis.call('HGET', KEYS[1], 'attempts') or '0') or 0
+if attempts > 0 then redis.call('HSET', KEYS[1], 'attempts', attempts - 1) end
+return 0
+`
 
 /** The same rule kept in Redis so that every instance sees the same counts and blocks. */
 export class RedisSigninGuard implements SigninGuard {
@@ -65,33 +113,22 @@ export class RedisSigninGuard implements SigninGuard {
     return `signin:${ip}`
   }
 
-  async blockedFor(ip: string): Promise<number> {
+  async begin(ip: string): Promise<number> {
+    const s = this.settings
     try {
-      const until = Number(await this.redis.hget(this.#key(ip), 'blockedUntil'))
-      return Number.isFinite(until) ? Math.max(0, until - Date.now()) : 0
+      const wait = await this.redis.eval(BEGIN_SCRIPT, 1, this.#key(ip), Date.now(), s.maxFailures, s.windowMs, s.blockMs, s.maxBlockMs, s.blockMemoryMs)
+      return Number(wait)
     } catch {
-      return this.fallback.blockedFor(ip)
+      // Redis away: this instance's own count stands in.
+      return this.fallback.begin(ip)
     }
   }
 
-  async recordFailure(ip: string): Promise<number> {
-    const key = this.#key(ip)
+  async release(ip: string): Promise<void> {
     try {
-      const failures = await this.redis.hincrby(key, 'failures', 1)
-      const block = blockDuration(failures, this.settings)
-      const multi = this.redis.multi()
-      if (block) multi.hset(key, 'blockedUntil', String(Date.now() + block))
-      // The counter lives for a window after the last failure, counted from the end of any block.
-      multi.pexpire(key, this.settings.windowMs + block)
-      await multi.exec()
-      return block
+      await this.redis.eval(RELEASE_SCRIPT, 1, this.#key(ip))
     } catch {
-      return this.fallback.recordFailure(ip)
+      await this.fallback.release(ip)
     }
-  }
-
-  async recordSuccess(ip: string): Promise<void> {
-    await this.redis.del(this.#key(ip)).catch(() => {})
-    await this.fallback.recordSuccess(ip)
   }
 }

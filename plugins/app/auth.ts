@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { requiredDurationMs } from '../../lib/duration.ts'
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, preParsingHookHandler } from 'fastify'
 import { HttpError } from '../../lib/errors.ts'
@@ -23,6 +24,8 @@ declare module 'fastify' {
     // Users with their guild lists, served from memory and dropped when anything writes the user.
     profiles: ProfileCache<UserWithGuilds>
     signinGuard: SigninGuard
+    // SESSION_MAX_AGE and SESSION_RETENTION in milliseconds.
+    sessionPolicy: { maxAgeMs: number; retentionMs: number }
     identityProvider: IdpSettings
     // Bearer checks for protected routes (preParsing hooks): set request.auth or answer 401.
     authenticate: preParsingHookHandler
@@ -39,8 +42,16 @@ declare module 'fastify' {
 export default fp(async function auth(app: FastifyInstance) {
   const { config } = app
   const { accessMs, refreshMs } = app.tokenLifetimes
+  const sessionMaxAgeMs = requiredDurationMs('SESSION_MAX_AGE', config.SESSION_MAX_AGE)
+  const retentionMs = requiredDurationMs('SESSION_RETENTION', config.SESSION_RETENTION)
 
-  const guardSettings = { maxFailures: config.SIGNIN_MAX_FAILURES, windowMs: 15 * 60_000, blockMs: config.SIGNIN_BLOCK_SECONDS * 1000, maxBlockMs: 24 * 3_600_000 }
+  const guardSettings = {
+    maxFailures: config.SIGNIN_MAX_FAILURES,
+    windowMs: 15 * 60_000,
+    blockMs: config.SIGNIN_BLOCK_SECONDS * 1000,
+    maxBlockMs: Math.max(config.SIGNIN_MAX_BLOCK_SECONDS, config.SIGNIN_BLOCK_SECONDS) * 1000,
+    blockMemoryMs: 24 * 3_600_000
+  }
   const memoryGuard = new MemorySigninGuard(guardSettings)
   const signinGuard: SigninGuard = app.redis ? new RedisSigninGuard(app.redis, guardSettings, memoryGuard) : memoryGuard
 
@@ -76,6 +87,7 @@ export default fp(async function auth(app: FastifyInstance) {
       }
     }
   })
+  app.decorate('sessionPolicy', { maxAgeMs: sessionMaxAgeMs, retentionMs })
   app.decorate('revocations', revocations)
   app.decorate('profiles', profiles)
   app.decorate('signinGuard', signinGuard)

@@ -67,7 +67,7 @@ const ghosts: FastifyPluginAsyncTypebox = async (app) => {
     }
     const auth = request.auth
     if (!auth) throw new HttpError(401, 'Missing authorization header')
-    if (!(await canReadGuild(app.db, { userId: auth.userId, role: auth.role, guildId }))) {
+    if (!(await canReadGuild(app.db, { userId: auth.userId, guildId }))) {
       throw new HttpError(403, 'Insufficient permissions')
     }
     const list = await ghostsForGuild(app.db, { guildId, since: sinceDate, limit })

@@ -161,10 +161,15 @@ for (const kind of dbKinds) {
       ['malformed bit set', await user('7', { permissions: 'lots' }), 'USER', false],
       ['role ADMIN without the guild', await user('8'), 'ADMIN', true]
     ]
-    for (const [name, userId, role, allowed] of cases) {
-      t.equal(await canReadGuild(handle.db, { userId, role, guildId: G }), allowed, name)
+    for (const [, userId, role] of cases) await handle.db.updateTable('users').set({ role }).where('id', '=', userId).execute()
+    for (const [name, userId, , allowed] of cases) {
+      t.equal(await canReadGuild(handle.db, { userId, guildId: G }), allowed, name)
     }
-    t.equal(await canReadGuild(handle.db, { userId: cases[0][1], role: 'USER', guildId: OTHER }), false, 'owner of another guild only')
+    t.equal(await canReadGuild(handle.db, { userId: cases[0][1], guildId: OTHER }), false, 'owner of another guild only')
+    // The stored role as it is now: a demotion applies at once.
+    await handle.db.updateTable('users').set({ role: 'USER' }).where('id', '=', cases[7][1]).execute()
+    t.equal(await canReadGuild(handle.db, { userId: cases[7][1], guildId: G }), false, 'demoted: refused at once')
+    t.equal(await canReadGuild(handle.db, { userId: '00000000-0000-0000-0000-000000000000', guildId: G }), false, 'unknown user')
   })
 }
 

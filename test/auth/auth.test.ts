@@ -1,4 +1,6 @@
+import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
+import { blockDuration, MemorySigninGuard, RedisSigninGuard, type SigninGuard } from '../../lib/auth/signin-guard.ts'
 import { createSigner } from 'fast-jwt'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, dbKinds, openTestDatabase, testSecrets } from '../helper.ts'
@@ -135,9 +137,72 @@ t.test('provider refusals', async (t) => {
   t.same(await answer('/api/auth/identity?code=x'), [502, 'Identity provider unavailable'], 'unreachable')
 })
 
+t.test('the provider is not trusted blindly', async (t) => {
+  const { idp, app, handle } = await setup(t, 'pglite', { SIGNIN_MAX_FAILURES: 100 })
+  const evil = await new StandInIdp().start()
+  t.teardown(() => evil.stop())
+  const answer = async () => {
+    const res = await app.inject('/api/auth/identity?code=ok')
+    return [res.statusCode, res.json().message]
+  }
+  const unusable = [502, 'Identity provider returned an unusable answer']
+  const good = { ...idp.user }
+  const goodGuilds = [...idp.guilds]
+  const cases: [string, () => void][] = [
+    ['a NUL in the username', () => { idp.user = { ...good, username: 'a\u0000b' } }],
+    ['a number for an id', () => { idp.user = { ...good, id: 12345 as never } }],
+    ['an over-long username', () => { idp.user = { ...good, username: 'x'.repeat(101) } }],
+    ['no user object', () => { idp.rawUser = '[]' }],
+    ['a user answer that is not JSON', () => { idp.rawUser = '{"id":' }],
+    ['a user answer past 1 MB', () => { idp.rawUser = JSON.stringify({ ...good, bio: 'x'.repeat(1_100_000) }) }],
+    ['1001 guilds', () => { idp.guilds = Array.from({ length: 1001 }, (_, i) => ({ ...goodGuilds[0], id: String(i + 1) })) }],
+    ['a permission set that is not a number', () => { idp.guilds = [{ ...goodGuilds[0], permissions: 'lots' }] }],
+    ['a permission set past 64 bits', () => { idp.guilds = [{ ...goodGuilds[0], permissions: '1'.repeat(25) }] }],
+    ['a guild that is not an object', () => { idp.guilds = [null as never] }],
+    ['a guild name with a NUL', () => { idp.guilds = [{ ...goodGuilds[0], name: 'G\u0000' }] }]
+  ]
+  for (const [name, arrange] of cases) {
+    idp.user = { ...good }
+    idp.guilds = [...goodGuilds]
+    idp.rawUser = null
+    arrange()
+    t.same(await answer(), unusable, name)
+  }
+  t.equal(Number((await handle.db.selectFrom('users').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n), 0, 'nothing stored')
+  idp.user = { ...good }
+  idp.guilds = [...goodGuilds]
+  idp.rawUser = null
+  t.equal((await answer())[0], 200, 'a usable answer signs in')
+
+  // The code exchange never follows a redirect: the client secret must not travel to another origin.
+  idp.mode = 'redirect'
+  idp.redirectTo = evil.url
+  t.same(await answer(), [502, 'Identity provider unavailable'], 'a redirected exchange is a 502')
+  t.same(evil.requests, [], 'the other origin received nothing')
+  idp.mode = 'ok'
+
+  // HEAD does not run the exchange.
+  const before = idp.requests.length
+  const head = await app.inject({ method: 'HEAD', url: '/api/auth/identity?code=ok' })
+  t.equal(head.statusCode, 404, 'HEAD is not a sign-in')
+  t.equal(idp.requests.length, before, 'the provider was not called')
+})
+
+t.test('the browser sign-in starts on the PUBLIC_URL origin', async (t) => {
+  const { app } = await setup(t, 'pglite', { PUBLIC_URL: 'http://localhost:8080' })
+  const other = await app.inject({ url: '/api/auth/identity/login', headers: { host: '127.0.0.1:8080' } })
+  t.equal(other.statusCode, 302)
+  t.equal(other.headers.location, 'http://localhost:8080/api/auth/identity/login', 'sent to the same path on PUBLIC_URL first')
+  t.notOk(other.cookies.find((c) => c.name === 'oauth_state'), 'no state cookie on the other name')
+  const here = await app.inject({ url: '/api/auth/identity/login', headers: { host: 'localhost:8080' } })
+  t.equal(here.statusCode, 302)
+  t.match(here.headers.location, /\/authorize\?/, 'on PUBLIC_URL: to the provider')
+  t.ok(here.cookies.find((c) => c.name === 'oauth_state'), 'with the state cookie')
+})
+
 t.test('state is checked against the signed cookie', async (t) => {
   const { app } = await setup(t, 'pglite')
-  const login = await app.inject('/api/auth/identity/login')
+  const login = await app.inject({ url: '/api/auth/identity/login', headers: { host: new URL(app.config.PUBLIC_URL).host } })
   t.equal(login.statusCode, 302)
   const location = new URL(login.headers.location as string)
   t.same([location.searchParams.get('client_id'), location.searchParams.get('response_type'), location.searchParams.get('scope'), location.searchParams.get('redirect_uri')],
@@ -188,8 +253,8 @@ t.test('JWT attacks', async (t) => {
   void p
 })
 
-t.test('failed sign-ins block the IP with a doubling block', async (t) => {
-  const { app } = await setup(t, 'pglite', { SIGNIN_MAX_FAILURES: 3, SIGNIN_BLOCK_SECONDS: 60 })
+t.test('failed sign-ins block the IP; a burst gets one first block; a success takes back only its own attempt', async (t) => {
+  const { app, idp } = await setup(t, 'pglite', { SIGNIN_MAX_FAILURES: 3, SIGNIN_BLOCK_SECONDS: 60 })
   const ip = '192.0.2.10'
   for (let i = 0; i < 3; i++) t.equal((await signIn(app, 'bad', ip)).res.statusCode, 401)
   const blocked = await signIn(app, 'good', ip)
@@ -197,8 +262,54 @@ t.test('failed sign-ins block the IP with a doubling block', async (t) => {
   const first = Number(blocked.res.headers['retry-after'])
   t.ok(first > 50 && first <= 60, `retry-after ${first}`)
   t.equal((await signIn(app, 'good', '192.0.2.11')).res.statusCode, 200, 'other IPs unaffected')
-  // A failure while blocked still counts and doubles the block.
-  await app.signinGuard.recordFailure(ip)
-  const longer = Number((await signIn(app, 'good', ip)).res.headers['retry-after'])
-  t.ok(longer > 110 && longer <= 120, `doubled: ${longer}`)
+  for (let i = 0; i < 5; i++) await signIn(app, 'bad', ip)
+  const still = Number((await signIn(app, 'good', ip)).res.headers['retry-after'])
+  t.ok(still > 50 && still <= 60, `attempts while blocked do not lengthen the block (${still})`)
+
+  // Twenty failures at once from a new address: only the threshold's worth reach the provider.
+  const burstIp = '192.0.2.20'
+  const exchangesBefore = idp.requests.filter((r) => r.path === '/token').length
+  const burst = await Promise.all(Array.from({ length: 20 }, () => signIn(app, 'bad', burstIp)))
+  const statuses = burst.map((b) => b.res.statusCode)
+  t.equal(statuses.filter((s) => s === 401).length, 3, 'three refused by the provider')
+  t.equal(statuses.filter((s) => s === 429).length, 17, 'the rest refused before the provider')
+  t.equal(idp.requests.filter((r) => r.path === '/token').length - exchangesBefore, 3, 'the provider saw three exchanges')
+  const burstWait = Math.max(...burst.map((b) => Number(b.res.headers['retry-after'] ?? 0)))
+  t.ok(burstWait <= 60, `one burst gets the first block only (${burstWait} s)`)
+
+  // A success from a shared address does not erase the failures of others behind it.
+  const shared = '192.0.2.30'
+  t.equal((await signIn(app, 'bad', shared)).res.statusCode, 401)
+  t.equal((await signIn(app, 'bad', shared)).res.statusCode, 401)
+  t.equal((await signIn(app, 'good', shared)).res.statusCode, 200)
+  t.equal((await signIn(app, 'bad', shared)).res.statusCode, 401)
+  t.equal((await signIn(app, 'good', shared)).res.statusCode, 429, 'the third failure still blocks despite the success between')
+
+  // A provider that fails is not the client's fault: it does not count.
+  const unlucky = '192.0.2.40'
+  idp.mode = 'server-error'
+  for (let i = 0; i < 5; i++) t.equal((await signIn(app, 'good', unlucky)).res.statusCode, 502)
+  idp.mode = 'ok'
+  t.equal((await signIn(app, 'good', unlucky)).res.statusCode, 200, 'provider failures are not held against the address')
+})
+
+t.test('later blocks double up to the documented maximum, in memory and in Redis', async (t) => {
+  const settings = { maxFailures: 2, windowMs: 60_000, blockMs: 100, maxBlockMs: 350, blockMemoryMs: 60_000 }
+  const redis = new Redis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379')
+  t.teardown(() => redis.quit())
+  const memory = new MemorySigninGuard(settings)
+  const guards: [string, SigninGuard][] = [['memory', memory], ['redis', new RedisSigninGuard(redis, settings, new MemorySigninGuard(settings))]]
+  for (const [name, guard] of guards) {
+    const ip = `198.51.100.${Math.floor(Math.random() * 250)}-${Date.now()}`
+    const blocks: number[] = []
+    for (let round = 0; round < 4; round++) {
+      t.equal(await guard.begin(ip), 0, `${name}: attempt 1 of round ${round}`)
+      t.equal(await guard.begin(ip), 0, `${name}: attempt 2 of round ${round}`)
+      const wait = await guard.begin(ip)
+      blocks.push(Math.round(wait / 50) * 50)
+      await new Promise((r) => setTimeout(r, wait + 20))
+    }
+    t.same(blocks, [100, 200, 350, 350], `${name}: 100, 200, then capped at 350 ms`)
+    t.equal(blockDuration(40, settings), 350)
+  }
 })

@@ -49,8 +49,11 @@ t.test('logs carry no codes, tokens, secrets or Authorization values', async (t)
   const refreshed = (await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: ok.refreshToken } })).json()
   await app.inject({ url: '/api/auth/me', headers: { authorization: `Bearer ${refreshed.accessToken}` } })
   await app.inject({ method: 'POST', url: '/api/auth/logout', headers: { authorization: `Bearer ${refreshed.accessToken}` }, cookies: { refresh_token: refreshed.refreshToken } })
+  // The same parameters escaped in ways the query parser still reads as code, state and refreshToken.
+  const escaped = ['c%6Fde=escaped-code-1', '%2563ode=escaped-code-2', 'CODE=escaped-code-3', 'code%5B%5D=escaped-code-4', 'st%61te=escaped-state-5', 'refresh%5Ftoken=escaped-token-6']
+  for (const param of escaped) await app.inject(`/api/auth/identity?${param}`)
   t.ok(output.length > 1000, 'something was logged')
-  for (const secret of [code, 'state-value-xyz', ok.accessToken, ok.refreshToken, refreshed.accessToken, refreshed.refreshToken, testSecrets.JWT_SECRET, testSecrets.JWT_REFRESH_SECRET, 'provider-token', 'test-client-secret-value']) {
+  for (const secret of [...escaped.map((p) => p.split('=')[1]), code, 'state-value-xyz', ok.accessToken, ok.refreshToken, refreshed.accessToken, refreshed.refreshToken, testSecrets.JWT_SECRET, testSecrets.JWT_REFRESH_SECRET, 'provider-token', 'test-client-secret-value']) {
     t.notOk(output.includes(secret), `log does not contain ${secret.slice(0, 12)}…`)
   }
   t.match(output, /\[REDACTED\]/)

@@ -4,6 +4,7 @@ import { buildTestApp, openTestDatabase } from '../helper.ts'
 import { StandInIdp, type StandInGuild } from '../support/idp-server.ts'
 import type { ActivityEvent } from '../../lib/activity/event.ts'
 import { loadActivity } from '../../lib/activity/load.ts'
+import { setRole } from '../../db/auth.ts'
 
 const G = '900000000000000001'
 const ev = (userId: string, type: 'typing' | 'message', createdAt: string): ActivityEvent =>
@@ -76,6 +77,14 @@ t.test('GET /api/ghosts', async (t) => {
     }
     t.same(await ask(null, `guildId=${G}`), { status: 401, body: { error: 'Unauthorized', message: 'Missing authorization header' } })
     t.same(await ask('not-a-token', `guildId=${G}`), { status: 401, body: { error: 'Unauthorized', message: 'Invalid token' } })
+  })
+
+  t.test('a demotion applies to the next request, with the same access token', async (t) => {
+    t.equal((await ask(admin, 'guildId=900000000000000077')).status, 200, 'ADMIN reads any guild')
+    await setRole(handle.db, '6', 'USER')
+    t.same(await ask(admin, 'guildId=900000000000000077'), { status: 403, body: { error: 'Forbidden', message: 'Insufficient permissions' } }, 'demoted: refused at once')
+    await setRole(handle.db, '6', 'ADMIN')
+    t.equal((await ask(admin, 'guildId=900000000000000077')).status, 200, 'promoted again')
   })
 
   t.test('validation', async (t) => {

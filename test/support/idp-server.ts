@@ -1,7 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 
-export type IdpMode = 'ok' | 'invalid-code' | 'server-error' | 'missing-scope' | 'garbage'
+export type IdpMode = 'ok' | 'invalid-code' | 'server-error' | 'missing-scope' | 'garbage' | 'redirect'
 
 export interface StandInUser { id: string; username: string; discriminator: string; avatar: string | null }
 export interface StandInGuild { id: string; name: string; icon: string | null; owner: boolean; permissions: string }
@@ -12,6 +12,10 @@ export class StandInIdp {
   user: StandInUser = { id: '200000000000000001', username: 'tester', discriminator: '4242', avatar: 'abc123' }
   guilds: StandInGuild[] = [{ id: '900000000000000001', name: 'Test Guild', icon: null, owner: false, permissions: '32' }]
   readonly requests: { path: string; body: string; authorization?: string }[] = []
+  // Where the token endpoint sends its 307 in the 'redirect' mode.
+  redirectTo = ''
+  // A raw body the user endpoint answers instead of `user`, when set.
+  rawUser: string | null = null
   #server = http.createServer((req, res) => this.#handle(req, res))
   url = ''
 
@@ -44,13 +48,17 @@ export class StandInIdp {
       }
       if (this.mode === 'server-error') return send(500, { error: 'boom' })
       if (req.url === '/token') {
+        if (this.mode === 'redirect') {
+          res.writeHead(307, { location: `${this.redirectTo}/token` })
+          return res.end()
+        }
         const form = new URLSearchParams(body)
         if (this.mode === 'invalid-code' || form.get('code') === 'bad') return send(400, { error: 'invalid_grant' })
         if (this.mode === 'garbage') return send(200, '<html>not json</html>')
         return send(200, { access_token: 'provider-token', token_type: 'Bearer', scope: this.mode === 'missing-scope' ? 'identify' : 'identify guilds' })
       }
       if (req.headers.authorization !== 'Bearer provider-token') return send(401, { error: 'unauthorized' })
-      if (req.url === '/user') return send(200, this.user)
+      if (req.url === '/user') return send(200, this.rawUser ?? this.user)
       if (req.url === '/guilds') return send(200, this.guilds)
       send(404, { error: 'not found' })
     })

@@ -23,11 +23,6 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const setRefreshCookie = (reply: FastifyReply, token: string) =>
     reply.setCookie(REFRESH_COOKIE, token, { ...cookieBase, sameSite: 'strict', maxAge: Math.floor(app.tokenLifetimes.refreshMs / 1000) })
 
-  const refused = async (request: FastifyRequest, err: HttpError): Promise<never> => {
-    const blockMs = await signinGuard.recordFailure(request.ip)
-    if (blockMs) request.log.warn({ ip: request.ip, blockSeconds: Math.ceil(blockMs / 1000) }, 'sign-in blocked after repeated failures')
-    throw err
-  }
 
   // The code exchange through @fastify/oauth2 (decorated in the cookie scope below), its failures mapped onto the contract.
   const exchangeCode = async (request: FastifyRequest, reply: FastifyReply): Promise<string> => {
@@ -35,15 +30,15 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     try {
       grant = (await request.server.identityOAuth2.getAccessTokenFromAuthorizationCodeFlow(request, reply)).token
     } catch (err) {
-      if (err instanceof Error && err.message === 'Invalid state') return refused(request, new SigninRefused(401, 'Invalid state'))
+      if (err instanceof Error && err.message === 'Invalid state') throw new SigninRefused(401, 'Invalid state')
       const failure = exchangeFailure(err)
-      if (failure instanceof SigninRefused) return refused(request, failure)
+      if (failure instanceof SigninRefused) throw failure
       request.log.warn({ err: (err as Error).message }, 'identity provider code exchange failed')
       throw failure
     }
     if (typeof grant.access_token !== 'string' || grant.access_token === '') throw new HttpError(502, 'Identity provider unavailable')
     if (!grantsRequiredScopes((grant as { scope?: unknown }).scope)) {
-      return refused(request, new SigninRefused(403, 'The identity provider did not grant the identify and guilds scopes'))
+      throw new SigninRefused(403, 'The identity provider did not grant the identify and guilds scopes')
     }
     return grant.access_token
   }
@@ -52,34 +47,56 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // cookie plugin's hooks run on every request of the scope that registers it.
   const cookieRoutes: FastifyPluginAsyncTypebox = async (scoped) => {
     await scoped.register(cookiePlugin)
+    // The browser sign-in starts on PUBLIC_URL's origin, where the provider sends the code back: a state
+    // cookie set on another name of this server (127.0.0.1 beside localhost) would not come back with it.
+    const publicOrigin = new URL(config.PUBLIC_URL)
+    scoped.addHook('onRequest', async (request, reply) => {
+      if (request.routeOptions.url !== '/api/auth/identity/login') return
+      if (request.host === publicOrigin.host && `${request.protocol}:` === publicOrigin.protocol) return
+      return reply.redirect(`${publicOrigin.origin}${request.url}`, 302)
+    })
     await scoped.register(oauth2Plugin)
 
     scoped.get('/identity', {
+      // A HEAD would run the exchange and sign someone in (spending the code) with nothing to show for it.
+      exposeHeadRoute: false,
       schema: {
         tags: ['Auth'],
         summary: 'Sign in with an authorization code',
         description: 'Exchanges the code with the identity provider, stores the user and the user\'s guild list, opens a session and answers the tokens. ' +
           'The refresh token is also set as an httpOnly SameSite=Strict cookie scoped to /api/auth. ' +
           'When the sign-in was started here (its state cookie is present) the returned `state` must match it, or the sign-in fails with 401 "Invalid state". ' +
-          `A refused code is 401, a provider that fails or cannot be reached is 502, a grant without the identify and guilds scopes is 403. After ${config.SIGNIN_MAX_FAILURES} failed sign-ins within 15 minutes the client IP is blocked (429 with retry-after), the block doubling with each further failure.`,
+          `A refused code is 401, a provider that fails or cannot be reached is 502, a grant without the identify and guilds scopes is 403. After ${config.SIGNIN_MAX_FAILURES} failed sign-ins within 15 minutes the client IP is blocked (429 with retry-after) for ${config.SIGNIN_BLOCK_SECONDS} s; each later block of the same IP within a day doubles, up to ${config.SIGNIN_MAX_BLOCK_SECONDS} s. Attempts are counted before the provider is called, so a burst of concurrent attempts gets one first block; a success takes back only its own attempt.`,
         querystring: IdentityQuery,
         response: { 200: SignInResponse, ...errors(400, 401, 403, 429, 502, 503) }
       }
     }, async (request, reply) => {
-      const wait = await signinGuard.blockedFor(request.ip)
-      if (wait) throw new HttpError(429, 'Rate limit exceeded', { 'retry-after': String(Math.ceil(wait / 1000)) })
-      const providerToken = await exchangeCode(request, reply)
-      const identity = await fetchIdentity(app.identityProvider, providerToken)
-      const user = await saveSignIn(app.db, identity.user, identity.guilds)
-      await app.profiles.changed(user.id)
-      const refresh = tokens.refresh(user.id)
-      const sid = await createSession(app.db, {
-        userId: user.id, tokenHash: refresh.tokenHash, expiresAt: refresh.expiresAt,
-        userAgent: request.headers['user-agent']?.slice(0, 512) ?? null, ip: request.ip
-      })
-      await signinGuard.recordSuccess(request.ip)
-      setRefreshCookie(reply, refresh.token)
-      return { accessToken: tokens.access(user, sid), refreshToken: refresh.token, user: userBody(user) }
+      const wait = await signinGuard.begin(request.ip)
+      if (wait) {
+        request.log.warn({ ip: request.ip, blockSeconds: Math.ceil(wait / 1000) }, 'sign-in refused: too many failed attempts from this address')
+        throw new HttpError(429, 'Rate limit exceeded', { 'retry-after': String(Math.ceil(wait / 1000)) })
+      }
+      let counted = true
+      try {
+        const providerToken = await exchangeCode(request, reply)
+        const identity = await fetchIdentity(app.identityProvider, providerToken)
+        const user = await saveSignIn(app.db, identity.user, identity.guilds)
+        await app.profiles.changed(user.id)
+        const refresh = tokens.refresh(user.id)
+        const sid = await createSession(app.db, {
+          userId: user.id, tokenHash: refresh.tokenHash, expiresAt: new Date(Math.min(refresh.expiresAt.getTime(), Date.now() + app.sessionPolicy.maxAgeMs)),
+          userAgent: request.headers['user-agent']?.slice(0, 512) ?? null, ip: request.ip
+        })
+        counted = false
+        await signinGuard.release(request.ip)
+        setRefreshCookie(reply, refresh.token)
+        return { accessToken: tokens.access(user, sid), refreshToken: refresh.token, user: userBody(user) }
+      } catch (err) {
+        // Only the client's own failures (a refused code, state or scope) keep counting; a provider or
+        // database that failed is not held against the address.
+        if (counted && !(err instanceof SigninRefused)) await signinGuard.release(request.ip)
+        throw err
+      }
     })
 
     scoped.post('/refresh', {
@@ -99,7 +116,7 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const claims = token ? tokens.verifyRefresh(token) : null
       if (claims === null) throw invalid
       const next = tokens.refresh(claims.userId)
-      const result = await rotateRefreshToken(app.db, hashTokenId(claims.tokenId), { tokenHash: next.tokenHash, expiresAt: next.expiresAt })
+      const result = await rotateRefreshToken(app.db, hashTokenId(claims.tokenId), { tokenHash: next.tokenHash, expiresAt: next.expiresAt }, app.sessionPolicy.maxAgeMs)
       if (result.kind === 'reused') {
         await revokeSession(app.db, result.sessionId, 'refresh token reuse')
         await revocations.announce(result.sessionId)

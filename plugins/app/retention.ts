@@ -1,0 +1,28 @@
+import fp from 'fastify-plugin'
+import type { FastifyInstance } from 'fastify'
+import { pruneAuthRecords } from '../../db/auth.ts'
+
+const EVERY_MS = 3_600_000
+
+/**
+ * The retention rule of the auth tables, run by every instance at start and then hourly (the deletes
+ * are idempotent, so instances running it at once do no harm): sessions that ended more than
+ * SESSION_RETENTION ago go, with their refresh-token records, and so do refresh-token records expired
+ * that long.
+ */
+export default fp(async function retention(app: FastifyInstance) {
+  const run = async () => {
+    try {
+      const deleted = await pruneAuthRecords(app.db, app.sessionPolicy.retentionMs)
+      if (deleted.sessions || deleted.refreshTokens) app.log.info(deleted, 'retention: ended sessions and expired refresh tokens deleted')
+    } catch (err) {
+      app.log.warn({ err }, 'retention run failed; retried within the hour')
+    }
+  }
+  let timer: NodeJS.Timeout | undefined
+  app.addHook('onReady', async () => {
+    void run()
+    timer = setInterval(() => void run(), EVERY_MS).unref()
+  })
+  app.addHook('onClose', async () => { clearInterval(timer) })
+}, { name: 'retention', dependencies: ['db', 'auth'] })
