@@ -3,13 +3,17 @@ import fp from 'fastify-plugin'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import app, { serverOptions } from './app.ts'
 import { ConfigError, loadConfig } from './lib/config.ts'
+import { EnvFileError, loadEnvFile } from './lib/env-file.ts'
+import { browserUrl, startupMessage } from './lib/logger.ts'
 
 async function main(): Promise<void> {
   let config
   try {
+    // .env fills in what the environment does not set; the environment wins.
+    loadEnvFile()
     config = loadConfig()
   } catch (err) {
-    if (err instanceof ConfigError) {
+    if (err instanceof ConfigError || err instanceof EnvFileError) {
       console.error(`error: ${err.message}`)
       process.exit(1)
     }
@@ -42,6 +46,8 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
   await server.listen({ port: config.PORT, host: config.HOST })
+  const base = browserUrl(process.env.PUBLIC_URL ? config.PUBLIC_URL : undefined, server.server.address())
+  server.log.info(startupMessage(base, config.devIdp))
 }
 
 main().catch((err: unknown) => {

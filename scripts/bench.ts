@@ -4,14 +4,13 @@ import { once } from 'node:events'
 import { request as httpRequest } from 'node:http'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
 import { createInterface } from 'node:readline'
 import pg from 'pg'
 import autocannon from 'autocannon'
 import { generateKml, mulberry32 } from './generate-kml.ts'
+import { commandLine } from './cli.ts'
 
-const HELP = `usage: npm run bench -- [options]
-
+const HELP = `
 Creates a throw-away PostgreSQL database, generates and imports a KML of placemarks, seeds activity
 events, starts the server and drives it with autocannon (32 connections unless said otherwise).
 Small answers are measured against a bare Fastify 5 and a bare Express 5 server answering the same
@@ -24,29 +23,15 @@ options:
   --keep       keep the database afterwards (default: drop it)
   -h, --help   show this help and exit
 
-environment:
+settings (from the environment, or from .env in the current directory; the environment wins):
   BENCH_DATABASE_URL   PostgreSQL server to create the database on
                        (default: postgres://postgres@127.0.0.1:5432/postgres)
 `
 
 // Options first, before anything is created: a mistyped option costs one line and exit 2.
-function parseCli() {
-  try {
-    const { values } = parseArgs({
-      options: { quick: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false } }
-    })
-    if (values.help) {
-      process.stdout.write(HELP)
-      process.exit(0)
-    }
-    return values
-  } catch (err) {
-    console.error(`bench: ${(err as Error).message.split('. ')[0]} (see --help)`)
-    process.exit(2)
-  }
-}
-
-const cli = parseCli()
+const cli = commandLine({ usage: 'npm run bench -- [--quick] [--keep]', help: HELP }, {
+  options: { quick: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } }
+}).values
 const quick = cli.quick
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
 const PLACEMARKS = quick ? 20_000 : 1_000_000

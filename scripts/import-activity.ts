@@ -1,24 +1,30 @@
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
-import { parseArgs } from 'node:util'
-import { CliError, openMigratedDatabase, runCli } from './cli.ts'
+import { CliError, commandLine, DATABASE_SETTINGS, openMigratedDatabase, runCli } from './cli.ts'
 import type { ActivityEvent } from '../lib/activity/event.ts'
 import { readActivityLines } from '../lib/activity/ndjson.ts'
 import { loadActivity, LoadAborted } from '../lib/activity/load.ts'
 
-const usage = 'usage: npm run import:activity -- <file.ndjson> [--skip-invalid]'
+const { positionals, values } = commandLine({
+  usage: 'npm run import:activity -- <file.ndjson> [--skip-invalid]',
+  positionals: ['<file.ndjson>'],
+  help: `
+Adds guild activity events to the database from a file of JSON lines (blank lines skipped), one event a line:
+  {"type": "typing"|"message", "guildId": "…", "channelId": "…", "userId": "…", "username": "…",
+   "createdAt": "2025-05-01T12:00:00Z"}
+By default one invalid line refuses the whole file and nothing is loaded; the invalid lines are listed.
+
+options:
+  --skip-invalid   load the valid lines and list the invalid ones (default: refuse the file)
+  -h, --help       show this help and exit
+
+${DATABASE_SETTINGS}`
+}, { options: { 'skip-invalid': { type: 'boolean', default: false } } })
+
 // Invalid lines listed one by one; the rest are counted.
 const SHOWN = 20
 
 await runCli(async () => {
-  let parsed
-  try {
-    parsed = parseArgs({ allowPositionals: true, options: { 'skip-invalid': { type: 'boolean', default: false } } })
-  } catch (err) {
-    throw new CliError(`${err instanceof Error ? err.message : String(err)}\n${usage}`, 2)
-  }
-  const { positionals, values } = parsed
-  if (positionals.length !== 1) throw new CliError(usage, 2)
   const file = positionals[0]
   const info = await stat(file).catch(() => null)
   if (!info?.isFile()) throw new CliError(`file not found: ${file}`)

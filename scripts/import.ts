@@ -1,12 +1,48 @@
-import { parseArgs } from 'node:util'
-import { CliError, openMigratedDatabase, runCli } from './cli.ts'
-import { openKmlSource, KmlSourceError } from '../lib/kml/source.ts'
+import { stat } from 'node:fs/promises'
+import yauzl from 'yauzl'
+import { CliError, commandLine, DATABASE_SETTINGS, openMigratedDatabase, runCli } from './cli.ts'
+import { ByteProgress } from './progress.ts'
+import { openKmlSource, KmlSourceError, type KmlSource } from '../lib/kml/source.ts'
 import { KmlError } from '../lib/kml/reader.ts'
 import { isValidTimeZone } from '../lib/timeline/timezone.ts'
 import { importPlacemarks, type ImportSummary } from '../lib/import/placemarks.ts'
 import type { DatabaseHandle } from '../db/index.ts'
 
-const usage = 'usage: npm run import -- <file.kml|file.kmz> [--timezone <IANA zone>] [--dry-run]'
+const { values, positionals } = commandLine({
+  usage: 'npm run import -- <file.kml|file.kmz> [--timezone <IANA zone>] [--dry-run]',
+  positionals: ['<file.kml|file.kmz>'],
+  help: `
+Imports a KML document, or the KML inside a KMZ archive, as the new version of the placemark dataset:
+placemarks, styles, folders and the timeline events dated by the placemarks' names. All or nothing: a
+file that fails to parse leaves the current dataset as it was. On a terminal, progress shows the bytes
+read against the size of the KML (a percentage and an estimate of the time left); otherwise one summary
+line is written when reading ends.
+
+options:
+  --timezone <IANA zone>   zone of the local times in placemark names, e.g. America/Los_Angeles (default: UTC)
+  --dry-run                parse and count, write nothing (no database is opened)
+  -h, --help               show this help and exit
+
+${DATABASE_SETTINGS}`
+}, { options: { timezone: { type: 'string', default: 'UTC' }, 'dry-run': { type: 'boolean', default: false } } })
+
+// The size of the KML the parser reads: the file, or the document's entry inside the archive.
+async function kmlSize(file: string, source: KmlSource): Promise<number | null> {
+  if (source.kind === 'kml') return (await stat(file).catch(() => null))?.size ?? null
+  return new Promise((resolve) => {
+    yauzl.open(file, { lazyEntries: true }, (err, zip) => {
+      if (err) return resolve(null)
+      const finish = (size: number | null) => {
+        zip.close()
+        resolve(size)
+      }
+      zip.on('error', () => finish(null))
+      zip.on('entry', (entry: yauzl.Entry) => (entry.fileName === source.entryName ? finish(entry.uncompressedSize) : zip.readEntry()))
+      zip.on('end', () => finish(null))
+      zip.readEntry()
+    })
+  })
+}
 
 function printSummary(s: ImportSummary): void {
   const skipped = Object.entries(s.skipped)
@@ -22,21 +58,6 @@ function printSummary(s: ImportSummary): void {
 }
 
 await runCli(async () => {
-  let parsed
-  try {
-    parsed = parseArgs({
-      allowPositionals: true,
-      options: { timezone: { type: 'string', default: 'UTC' }, 'dry-run': { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } }
-    })
-  } catch (err) {
-    throw new CliError(`${err instanceof Error ? err.message : String(err)}\n${usage}`, 2)
-  }
-  const { values, positionals } = parsed
-  if (values.help) {
-    console.log(usage)
-    return
-  }
-  if (positionals.length !== 1) throw new CliError(usage, 2)
   const timeZone = values.timezone ?? 'UTC'
   if (!isValidTimeZone(timeZone)) throw new CliError(`unknown timezone "${timeZone}" (use an IANA name such as America/Los_Angeles)`, 2)
 
@@ -49,26 +70,25 @@ await runCli(async () => {
     throw err
   }
   let handle: DatabaseHandle | null = null
+  const name = file.split('/').pop() ?? file
+  let progress: ByteProgress | null = null
   try {
     if (!values['dry-run']) handle = await openMigratedDatabase()
-    const started = performance.now()
-    let lastReport = 0
-    const summary = await importPlacemarks(handle, source.chunks, {
+    progress = new ByteProgress(source.kind === 'kmz' ? `${name} (${source.entryName})` : name, await kmlSize(file, source), 'placemarks')
+    const counter = progress
+    const summary = await importPlacemarks(handle, counter.count(source.chunks), {
       timeZone,
-      source: file.split('/').pop() ?? file,
+      source: name,
       dryRun: values['dry-run'],
-      onProgress: (n) => {
-        const now = performance.now()
-        if (now - lastReport < 1000) return
-        lastReport = now
-        const rate = Math.round(n / ((now - started) / 1000))
-        process.stderr.write(`  ${n} placemarks read (${rate}/s)\n`)
-      }
+      onProgress: (n) => counter.setItems(n)
     })
+    progress.done()
+    progress = null
     printSummary(summary)
     const perSecond = summary.seconds > 0 ? Math.round(summary.placemarks / summary.seconds) : summary.placemarks
     console.log(`throughput: ${perSecond} placemarks/s, peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MB`)
   } catch (err) {
+    progress?.abandon()
     if (err instanceof KmlError || err instanceof KmlSourceError) throw new CliError(`${file}: ${err.message}; nothing was imported`)
     throw err
   } finally {

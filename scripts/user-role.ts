@@ -1,13 +1,28 @@
-import { CliError, openMigratedDatabase, runCli } from './cli.ts'
+import { CliError, commandLine, DATABASE_SETTINGS, openMigratedDatabase, runCli } from './cli.ts'
 import { setRole } from '../db/auth.ts'
 import { publishChange } from '../lib/change-feed.ts'
 import { PROFILE_CHANNEL } from '../lib/auth/profile-cache.ts'
 
-const usage = 'usage: npm run user:role -- <providerId> ADMIN|USER'
+const usage = 'npm run user:role -- <providerId> ADMIN|USER'
+
+const { positionals } = commandLine({
+  usage,
+  positionals: ['<providerId>', 'ADMIN|USER'],
+  help: `
+Gives a user the ADMIN or the USER role. <providerId> is the user's id at the identity provider; users
+appear after their first sign-in. Running servers take the change within REVOCATION_POLL_MS, at once
+with Redis.
+
+options:
+  -h, --help     show this help and exit
+
+${DATABASE_SETTINGS}
+  REDIS_URL      Redis to announce the change on (default: unset, servers notice it by polling)`
+}, { options: {} })
 
 await runCli(async () => {
-  const [providerId, role] = process.argv.slice(2)
-  if (!providerId || (role !== 'ADMIN' && role !== 'USER')) throw new CliError(usage, 2)
+  const [providerId, role] = positionals
+  if (role !== 'ADMIN' && role !== 'USER') throw new CliError(`the role must be ADMIN or USER, not ${JSON.stringify(role)}; usage: ${usage} (see --help)`, 2)
   const handle = await openMigratedDatabase()
   try {
     const userId = await setRole(handle.db, providerId, role)

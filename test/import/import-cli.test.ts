@@ -24,6 +24,8 @@ t.test('import CLI against PostgreSQL', async (t) => {
   t.match(ok.stdout, /placemarks: 7 \(Point 5, LineString 1, Polygon 1\)/)
   t.match(ok.stdout, /skipped: 1 MultiGeometry/)
   t.match(ok.stdout, /dataset version 1/)
+  // stderr is not a terminal here: no progress, one summary line of the bytes read.
+  t.match(ok.stderr, /^read [\d.]+ (B|kB) of small\.kml in [\d.]+ s \(7 placemarks, .*\/s\)\n$/)
 
   const count = async () => {
     const h = await openDatabase({ url })
