@@ -50,6 +50,9 @@ function permissionBits(permissions: string): bigint {
 
 const DAY_MS = 86_400_000
 
+// An instant as text PostgreSQL reads: ISO 8601, or 'infinity' past the last instant a year of four digits holds.
+const isoOrInfinity = (ms: number): string => (ms > MAX_INSTANT ? 'infinity' : new Date(ms).toISOString())
+
 /**
  * The guild's ghosts: users with typing events, ghostScore = typingCount / (messageCount + 1), ordered
  * by score desc, typingCount desc, userId (byte order).
@@ -75,11 +78,10 @@ export async function ghostsForGuild(db: Db, q: GhostQuery): Promise<Ghost[]> {
     const since = q.since.getTime()
     const dayStart = since - (((since % DAY_MS) + DAY_MS) % DAY_MS)
     const partial = since !== dayStart
-    // The first day read whole from the rollup: since's own day when since is its midnight. After
-    // 9999-12-31 (a since on the last day there is) it is PostgreSQL's 'infinity'.
-    const nextDay = dayStart + DAY_MS
-    const nextDayText = nextDay > MAX_INSTANT ? 'infinity' : new Date(nextDay).toISOString()
-    const firstWholeDay = !partial ? new Date(dayStart).toISOString().slice(0, 10) : nextDay > MAX_INSTANT ? 'infinity' : nextDayText.slice(0, 10)
+    // The first day read whole from the rollup: since's own day when since is its midnight. A day
+    // after 9999-12-31 (the last since accepted) is PostgreSQL's 'infinity'.
+    const nextDay = isoOrInfinity(dayStart + DAY_MS)
+    const firstWholeDay = (partial ? nextDay : isoOrInfinity(dayStart)).slice(0, 10)
     // int4 like the rollup's counts, so that the sums stay int8 rather than numeric.
     const rawPart = partial
       ? sql`
@@ -87,7 +89,7 @@ export async function ghostsForGuild(db: Db, q: GhostQuery): Promise<Ghost[]> {
         SELECT user_id, (count(*) FILTER (WHERE type = 'typing'))::int4, (count(*) FILTER (WHERE type = 'message'))::int4
         FROM activity_events
         WHERE guild_id = ${q.guildId} AND created_at >= ${new Date(since).toISOString()}::timestamptz
-          AND created_at < ${nextDayText}::timestamptz
+          AND created_at < ${nextDay}::timestamptz
         GROUP BY user_id`
       : sql``
     // Ranked and cut to `limit` first, so usernames are looked up for the answer's rows only.

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { sql, type Kysely, type Selectable } from 'kysely'
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely'
 import type { Database, UserTable } from './types.ts'
 import type { IdpGuild, IdpUser } from '../lib/auth/idp-client.ts'
 import type { Role } from '../lib/auth/types.ts'
@@ -28,11 +28,15 @@ export async function saveSignIn(db: Db, user: IdpUser, guilds: IdpGuild[]): Pro
   })
 }
 
-export async function createSession(db: Db, s: { userId: string; tokenHash: string; expiresAt: Date; userAgent: string | null; ip: string | null }): Promise<string> {
+// A session ends with its refresh token, never past its absolute lifetime (maxAgeMs from its sign-in).
+const sessionEnd = (tokenExpiry: Date, createdAt: number, maxAgeMs: number) => new Date(Math.min(tokenExpiry.getTime(), createdAt + maxAgeMs))
+
+export async function createSession(db: Db, s: { userId: string; tokenHash: string; expiresAt: Date; userAgent: string | null; ip: string | null }, maxAgeMs: number): Promise<string> {
   const id = randomUUID()
+  const end = sessionEnd(s.expiresAt, Date.now(), maxAgeMs)
   await db.transaction().execute(async (trx) => {
-    await trx.insertInto('sessions').values({ id, user_id: s.userId, expires_at: s.expiresAt, user_agent: s.userAgent, ip: s.ip }).execute()
-    await trx.insertInto('refresh_tokens').values({ token_hash: s.tokenHash, session_id: id, expires_at: s.expiresAt }).execute()
+    await trx.insertInto('sessions').values({ id, user_id: s.userId, expires_at: end, user_agent: s.userAgent, ip: s.ip }).execute()
+    await trx.insertInto('refresh_tokens').values({ token_hash: s.tokenHash, session_id: id, expires_at: end }).execute()
   })
   return id
 }
@@ -60,8 +64,7 @@ export async function rotateRefreshToken(db: Db, oldHash: string, next: { tokenH
       .where('revoked_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
       .where('created_at', '>', sql<Date>`now() - make_interval(secs => ${maxAgeMs / 1000})`).executeTakeFirst()
     if (!session) return { kind: 'invalid' }
-    // The session lives as long as its newest refresh token, never past its absolute lifetime.
-    const end = new Date(Math.min(next.expiresAt.getTime(), session.created_at.getTime() + maxAgeMs))
+    const end = sessionEnd(next.expiresAt, session.created_at.getTime(), maxAgeMs)
     await trx.insertInto('refresh_tokens').values({ token_hash: next.tokenHash, session_id: session.id, expires_at: end }).execute()
     await trx.updateTable('sessions').set({ last_used_at: sql`now()`, expires_at: end }).where('id', '=', session.id).execute()
     const user = await trx.selectFrom('users').selectAll().where('id', '=', session.user_id).executeTakeFirstOrThrow()
@@ -115,21 +118,19 @@ export const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
  */
 export async function pruneAuthRecords(db: Db, retentionMs: number, batch = 5000): Promise<{ sessions: number; refreshTokens: number }> {
   const cutoff = sql<Date>`now() - make_interval(secs => ${retentionMs / 1000})`
-  let sessions = 0
-  let refreshTokens = 0
-  for (;;) {
-    const res = await sql`DELETE FROM sessions WHERE id IN (
-      SELECT id FROM sessions WHERE expires_at < ${cutoff} OR revoked_at < ${cutoff} LIMIT ${batch})`.execute(db)
-    const n = Number(res.numAffectedRows ?? 0)
-    sessions += n
-    if (n < batch) break
-  }
-  for (;;) {
-    const res = await sql`DELETE FROM refresh_tokens WHERE token_hash IN (
-      SELECT token_hash FROM refresh_tokens WHERE expires_at < ${cutoff} LIMIT ${batch})`.execute(db)
-    const n = Number(res.numAffectedRows ?? 0)
-    refreshTokens += n
-    if (n < batch) break
-  }
+  const sessions = await deleteInBatches(db, batch, sql`DELETE FROM sessions WHERE id IN (
+    SELECT id FROM sessions WHERE expires_at < ${cutoff} OR revoked_at < ${cutoff} LIMIT ${batch})`)
+  const refreshTokens = await deleteInBatches(db, batch, sql`DELETE FROM refresh_tokens WHERE token_hash IN (
+    SELECT token_hash FROM refresh_tokens WHERE expires_at < ${cutoff} LIMIT ${batch})`)
   return { sessions, refreshTokens }
+}
+
+// Runs a DELETE limited to `batch` rows until it deletes fewer; the total deleted.
+async function deleteInBatches(db: Db, batch: number, statement: RawBuilder<unknown>): Promise<number> {
+  let total = 0
+  for (;;) {
+    const n = Number((await statement.execute(db)).numAffectedRows ?? 0)
+    total += n
+    if (n < batch) return total
+  }
 }

@@ -29,12 +29,10 @@ export function watchRedis(client: Redis, intervalMs: number, timeoutMs: number)
   const timer = setInterval(() => {
     if (probing || client.status !== 'ready') return
     probing = true
-    let answered = false
-    const deadline = setTimeout(() => { if (!answered) client.disconnect(true) }, timeoutMs)
+    const deadline = setTimeout(() => client.disconnect(true), timeoutMs)
     client.ping()
       .catch(() => {})
       .finally(() => {
-        answered = true
         probing = false
         clearTimeout(deadline)
       })

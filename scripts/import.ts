@@ -1,8 +1,6 @@
-import { stat } from 'node:fs/promises'
-import yauzl from 'yauzl'
 import { CliError, commandLine, DATABASE_SETTINGS, openMigratedDatabase, runCli } from './cli.ts'
 import { ByteProgress } from './progress.ts'
-import { openKmlSource, KmlSourceError, type KmlSource } from '../lib/kml/source.ts'
+import { openKmlSource, KmlSourceError } from '../lib/kml/source.ts'
 import { KmlError } from '../lib/kml/reader.ts'
 import { isValidTimeZone } from '../lib/timeline/timezone.ts'
 import { importPlacemarks, type ImportSummary } from '../lib/import/placemarks.ts'
@@ -25,24 +23,6 @@ options:
 
 ${DATABASE_SETTINGS}`
 }, { options: { timezone: { type: 'string', default: 'UTC' }, 'dry-run': { type: 'boolean', default: false } } })
-
-// The size of the KML the parser reads: the file, or the document's entry inside the archive.
-async function kmlSize(file: string, source: KmlSource): Promise<number | null> {
-  if (source.kind === 'kml') return (await stat(file).catch(() => null))?.size ?? null
-  return new Promise((resolve) => {
-    yauzl.open(file, { lazyEntries: true }, (err, zip) => {
-      if (err) return resolve(null)
-      const finish = (size: number | null) => {
-        zip.close()
-        resolve(size)
-      }
-      zip.on('error', () => finish(null))
-      zip.on('entry', (entry: yauzl.Entry) => (entry.fileName === source.entryName ? finish(entry.uncompressedSize) : zip.readEntry()))
-      zip.on('end', () => finish(null))
-      zip.readEntry()
-    })
-  })
-}
 
 function printSummary(s: ImportSummary): void {
   const skipped = Object.entries(s.skipped)
@@ -74,7 +54,7 @@ await runCli(async () => {
   let progress: ByteProgress | null = null
   try {
     if (!values['dry-run']) handle = await openMigratedDatabase()
-    progress = new ByteProgress(source.kind === 'kmz' ? `${name} (${source.entryName})` : name, await kmlSize(file, source), 'placemarks')
+    progress = new ByteProgress(source.kind === 'kmz' ? `${name} (${source.entryName})` : name, source.size ?? null, 'placemarks')
     const counter = progress
     const summary = await importPlacemarks(handle, counter.count(source.chunks), {
       timeZone,

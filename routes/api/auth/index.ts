@@ -76,27 +76,28 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         request.log.warn({ ip: request.ip, blockSeconds: Math.ceil(wait / 1000) }, 'sign-in refused: too many failed attempts from this address')
         throw new HttpError(429, 'Rate limit exceeded', { 'retry-after': String(Math.ceil(wait / 1000)) })
       }
-      let counted = true
+      let user: UserRow
+      let refresh: ReturnType<typeof tokens.refresh>
+      let sid: string
       try {
         const providerToken = await exchangeCode(request, reply)
         const identity = await fetchIdentity(app.identityProvider, providerToken)
-        const user = await saveSignIn(app.db, identity.user, identity.guilds)
+        user = await saveSignIn(app.db, identity.user, identity.guilds)
         await app.profiles.changed(user.id)
-        const refresh = tokens.refresh(user.id)
-        const sid = await createSession(app.db, {
-          userId: user.id, tokenHash: refresh.tokenHash, expiresAt: new Date(Math.min(refresh.expiresAt.getTime(), Date.now() + app.sessionPolicy.maxAgeMs)),
+        refresh = tokens.refresh(user.id)
+        sid = await createSession(app.db, {
+          userId: user.id, tokenHash: refresh.tokenHash, expiresAt: refresh.expiresAt,
           userAgent: request.headers['user-agent']?.slice(0, 512) ?? null, ip: request.ip
-        })
-        counted = false
-        await signinGuard.release(request.ip)
-        setRefreshCookie(reply, refresh.token)
-        return { accessToken: tokens.access(user, sid), refreshToken: refresh.token, user: userBody(user) }
+        }, app.sessionPolicy.maxAgeMs)
       } catch (err) {
         // Only the client's own failures (a refused code, state or scope) keep counting; a provider or
         // database that failed is not held against the address.
-        if (counted && !(err instanceof SigninRefused)) await signinGuard.release(request.ip)
+        if (!(err instanceof SigninRefused)) await signinGuard.release(request.ip)
         throw err
       }
+      await signinGuard.release(request.ip)
+      setRefreshCookie(reply, refresh.token)
+      return { accessToken: tokens.access(user, sid), refreshToken: refresh.token, user: userBody(user) }
     })
 
     scoped.post('/refresh', {
