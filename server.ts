@@ -51,7 +51,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  const message = err instanceof Error ? err.message : String(err)
+  const { code, address, port } = err as { code?: string; address?: string; port?: number }
+  const message = code === 'EADDRINUSE'
+    ? `port ${port} on ${address} is already in use (is the server already running?); stop that process or choose another port: PORT=${(port ?? 8080) + 1} npm start`
+    : err instanceof Error ? err.message : String(err)
   console.error(`error: the server could not start: ${message}`)
   process.exit(1)
 })

@@ -23,12 +23,33 @@ export const dbKinds: DbKind[] = ['postgres', 'pglite']
 
 export interface Teardown { teardown(fn: () => unknown): void }
 
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * One throw-away database per call, named after the test process (`test_<pid>_<random>`) and dropped
+ * when the test ends. A test process killed before its teardown (a timeout) leaves its database behind:
+ * the next call drops every such database whose process is gone, so none accumulate.
+ */
 export async function createPostgresDatabase(t: Teardown): Promise<string> {
-  const name = `test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`
+  const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()
-  await admin.query(`CREATE DATABASE ${name}`)
-  await admin.end()
+  try {
+    const { rows } = await admin.query<{ datname: string }>(String.raw`SELECT datname FROM pg_database WHERE datname ~ '^test_\d+_[0-9a-f]{8}$'`)
+    for (const { datname } of rows) {
+      if (!alive(Number(datname.split('_')[1]))) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {})
+    }
+    await admin.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await admin.end()
+  }
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
   t.teardown(async () => {

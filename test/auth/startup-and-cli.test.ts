@@ -1,6 +1,7 @@
 import t from 'tap'
 import { runScript } from '../support/run.ts'
 import { Writable } from 'node:stream'
+import { createServer, type AddressInfo } from 'node:net'
 import { loadConfig, ConfigError } from '../../lib/config.ts'
 import { buildApp } from '../helper.ts'
 import { loggerOptions } from '../../lib/logger.ts'
@@ -31,6 +32,17 @@ t.test('start-up refusals', async (t) => {
   t.equal(refused.code, 1)
   t.match(refused.stderr, /^error: invalid configuration|JWT_SECRET must be at least 32 characters/m)
   t.match(refused.stderr, /JWT_SECRET/)
+})
+
+t.test('a port already in use is one line that says so and what to do', async (t) => {
+  const blocker = createServer()
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => blocker.close(resolve)))
+  const port = (blocker.address() as AddressInfo).port
+  const url = await createPostgresDatabase(t)
+  const refused = await run('server.ts', [], { DATABASE_URL: url, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'development', LOG_LEVEL: 'silent', ...testSecrets })
+  t.equal(refused.code, 1)
+  t.equal(refused.stderr.trim(), `error: the server could not start: port ${port} on 127.0.0.1 is already in use (is the server already running?); stop that process or choose another port: PORT=${port + 1} npm start`)
 })
 
 t.test('logs carry no codes, tokens, secrets or Authorization values', async (t) => {

@@ -8,6 +8,20 @@ import { createPostgresDatabase, projectRoot } from '../helper.ts'
 import { migrateToLatest, openDatabase } from '../../db/index.ts'
 import { importPlacemarks } from '../../lib/import/placemarks.ts'
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Polls `check` until it holds or `ms` have passed; answers whether it held. */
+async function waitFor(check: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const end = Date.now() + ms
+  while (Date.now() < end) {
+    if (await check()) return true
+    await sleep(100)
+  }
+  return false
+}
+
+// Every step waits for a state it can observe, never for a fixed time, so a busy machine only makes it
+// slower; any failure prints the server's own output.
 t.test('SIGTERM lets in-flight requests finish, then exits 0', async (t) => {
   const url = await createPostgresDatabase(t)
   const seed = await openDatabase({ url })
@@ -18,35 +32,46 @@ t.test('SIGTERM lets in-flight requests finish, then exits 0', async (t) => {
   const port = 30000 + Math.floor(Math.random() * 20000)
   const server = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
     cwd: projectRoot,
-    env: { ...process.env, DATABASE_URL: url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', DB_STATEMENT_TIMEOUT_MS: '0' },
-    stdio: ['ignore', 'ignore', 'pipe']
+    env: { ...process.env, DATABASE_URL: url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_FORMAT: 'json', NODE_ENV: 'development', DB_STATEMENT_TIMEOUT_MS: '0', SHUTDOWN_GRACE_MS: '60000' },
+    stdio: ['ignore', 'pipe', 'pipe']
   })
   t.teardown(() => { if (server.exitCode === null) server.kill('SIGKILL') })
-  let stderr = ''
-  server.stderr!.on('data', (d) => { stderr += d })
+  let output = ''
+  server.stdout!.on('data', (d) => { output += d })
+  server.stderr!.on('data', (d) => { output += d })
+  const exited = once(server, 'exit')
+  // Extra diagnostics tap prints only when an assertion fails.
+  const diag = () => ({ serverOutput: output.slice(-4000) })
+
   const base = `http://127.0.0.1:${port}`
-  let up = false
-  for (let i = 0; i < 100 && !up; i++) {
-    up = await fetch(`${base}/health`).then((r) => r.ok, () => false)
-    if (!up) await new Promise((r) => setTimeout(r, 200))
-  }
-  t.ok(up, 'server started')
+  const up = await waitFor(async () => server.exitCode === null && await fetch(`${base}/health`).then((r) => r.ok, () => false), 90_000)
+  t.ok(up, 'server started', diag())
+  if (!up) return
 
   // Hold a lock so the requests below are still running when the signal arrives.
   const locker = new pg.Client({ connectionString: url })
   await locker.connect()
+  t.teardown(() => locker.end().catch(() => {}))
   await locker.query('BEGIN')
   await locker.query('LOCK TABLE placemarks IN ACCESS EXCLUSIVE MODE')
-  const inFlight = [1, 2, 3].map((id) => fetch(`${base}/api/v1/placemarks/${id}`).then(async (r) => [r.status, (await r.json()).id]))
-  await new Promise((r) => setTimeout(r, 300))
+  const inFlight = [1, 2, 3].map((id) => fetch(`${base}/api/v1/placemarks/${id}`).then(async (r) => [r.status, (await r.json()).id], (err: Error) => [err.message]))
+  // The signal is sent once all three are waiting on the lock inside the database (seen from another
+  // connection: the locker's transaction keeps one snapshot of the activity view).
+  const observer = new pg.Client({ connectionString: url })
+  await observer.connect()
+  t.teardown(() => observer.end().catch(() => {}))
+  const waiting = async () => {
+    const { rows } = await observer.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ~ 'placemarks'`)
+    return rows[0]!.n >= 3
+  }
+  t.ok(await waitFor(waiting, 60_000), 'three requests are in flight', diag())
   server.kill('SIGTERM')
-  await new Promise((r) => setTimeout(r, 300))
-  const refused = await fetch(`${base}/health`).then((r) => r.status, () => 'refused')
-  t.not(refused, 200, `new requests are no longer served (${refused})`)
+  const closing = await waitFor(async () => fetch(`${base}/health`).then((r) => r.status !== 200, () => true), 30_000)
+  t.ok(closing, 'new requests are no longer served', diag())
   await locker.query('COMMIT')
-  await locker.end()
 
-  t.same(await Promise.all(inFlight), [[200, 1], [200, 2], [200, 3]], 'in-flight requests complete')
-  const [code] = await once(server, 'exit')
-  t.equal(code, 0, `exit code 0 ${stderr}`)
+  t.same(await Promise.all(inFlight), [[200, 1], [200, 2], [200, 3]], 'in-flight requests complete', diag())
+  const [code] = await exited
+  t.equal(code, 0, 'exit code 0', diag())
 })
