@@ -1,52 +1,69 @@
 import { Type } from '@sinclair/typebox'
-import { Nullable } from './common.ts'
+import { Nullable, ref } from './common.ts'
 
+// The examples are the development identity provider's demo user `ada` (lib/dev-idp/demo-data.ts).
+const jwt = (description: string) => Type.String({ description, examples: ['eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIwZjVjOTRmNi0xYjM5LTRiNGQtOWE3NC0zYjIwNDkxYjQyYjAifQ.c2lnbmF0dXJl'] })
+
+// Shared shapes ($id): registered once (schemas/components.ts), referred to with ref().
 export const User = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'Internal user id' }),
+  id: Type.String({ format: 'uuid', description: 'Internal user id', examples: ['0f5c94f6-1b39-4b4d-9a74-3b20491b42b0'] }),
   providerId: Type.String({ description: 'User id at the identity provider', examples: ['100000000000000001'] }),
-  username: Type.String({ examples: ['ada'] }),
-  discriminator: Type.String({ examples: ['0001'] }),
-  avatar: Nullable(Type.String()),
-  role: Type.Union([Type.Literal('USER'), Type.Literal('ADMIN')]),
-  createdAt: Type.String({ format: 'date-time' })
-}, { title: 'User' })
+  username: Type.String({ description: 'Username at the identity provider', examples: ['ada'] }),
+  discriminator: Type.String({ description: 'Discriminator at the identity provider', examples: ['0001'] }),
+  avatar: Nullable(Type.String({ description: 'Avatar hash at the identity provider; null without one', examples: ['a1b2c3d4e5f60718293a4b5c6d7e8f90'] })),
+  role: Type.Union([Type.Literal('USER'), Type.Literal('ADMIN')], { description: '`ADMIN` may read the analytics of every guild', examples: ['USER'] }),
+  createdAt: Type.String({ format: 'date-time', description: 'First sign-in', examples: ['2026-01-15T09:30:00.000Z'] })
+}, { $id: 'User', title: 'User', description: 'A user, as stored at sign-in' })
 
 export const Guild = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  icon: Nullable(Type.String()),
-  owner: Type.Boolean(),
-  permissions: Type.String({ description: 'Decimal permission bit set, as the identity provider sent it' })
-}, { title: 'Guild' })
+  id: Type.String({ description: 'Guild id at the identity provider', examples: ['700000000000000001'] }),
+  name: Type.String({ description: 'Guild name', examples: ['Demo Guild'] }),
+  icon: Nullable(Type.String({ description: 'Icon hash; null without one', examples: ['f00dfeedf00dfeedf00dfeedf00dfeed'] })),
+  owner: Type.Boolean({ description: 'The user owns the guild', examples: [true] }),
+  permissions: Type.String({ description: 'Decimal permission bit set, as the identity provider sent it', examples: ['32'] })
+}, { $id: 'Guild', title: 'Guild', description: 'A guild of the user\'s guild list, as the identity provider sent it at sign-in' })
 
-export const Me = Type.Composite([User, Type.Object({ guilds: Type.Array(Guild) })], { title: 'Me' })
-
-export const SignInResponse = Type.Object({
-  accessToken: Type.String({ description: 'JWT (HS256), valid for JWT_ACCESS_EXPIRES_IN' }),
-  refreshToken: Type.String({ description: 'JWT (HS256), single use, valid for JWT_REFRESH_EXPIRES_IN; also set as an httpOnly cookie' }),
-  user: User
+export const Me = Type.Composite([User, Type.Object({ guilds: Type.Array(ref(Guild), { description: 'The guild list stored at the latest sign-in' }) })], {
+  $id: 'UserWithGuilds',
+  title: 'UserWithGuilds',
+  description: 'The user with the guild list stored at their latest sign-in'
 })
 
-export const TokenPair = Type.Object({ accessToken: Type.String(), refreshToken: Type.String() })
+export const SignInResponse = Type.Object({
+  accessToken: jwt('JWT (HS256), valid for JWT_ACCESS_EXPIRES_IN; send it as `Authorization: Bearer <accessToken>`'),
+  refreshToken: jwt('JWT (HS256), single use, valid for JWT_REFRESH_EXPIRES_IN; also set as an httpOnly cookie'),
+  user: ref(User)
+}, { title: 'SignIn' })
+
+export const TokenPair = Type.Object({
+  accessToken: jwt('A new access token'),
+  refreshToken: jwt('A new refresh token; the one sent is spent')
+}, { title: 'TokenPair' })
 
 export const IdentityQuery = Type.Object({
-  code: Type.String({ minLength: 1, maxLength: 2048, description: 'Authorization code from the identity provider' }),
-  state: Type.Optional(Type.String({ maxLength: 256, description: 'The state returned by the provider; checked against the state cookie set by /api/auth/identity/login' }))
+  code: Type.String({ minLength: 1, maxLength: 2048, description: 'Authorization code from the identity provider (single use, short-lived)', examples: ['NhhvTDYsFcdgNLnnLijcl7Ku7bEEeee'] }),
+  state: Type.Optional(Type.String({ maxLength: 256, description: 'The state returned by the provider; checked against the state cookie set by /api/auth/identity/login', examples: ['9b2f6d1e-4c1a-4f7e-8f53-3f0d7c2a9e61'] }))
 })
 
 export const RefreshBody = Type.Object({
-  refreshToken: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'Omit to use the refresh_token cookie' }))
-})
+  refreshToken: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'The refresh token to rotate; omit it to use the refresh_token cookie', examples: ['eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIwZjVjOTRmNi0xYjM5LTRiNGQtOWE3NC0zYjIwNDkxYjQyYjAifQ.c2lnbmF0dXJl'] }))
+}, { title: 'RefreshRequest' })
 
 export const Session = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  createdAt: Type.String({ format: 'date-time' }),
-  lastUsedAt: Type.String({ format: 'date-time', description: 'Last sign-in or refresh' }),
-  expiresAt: Type.String({ format: 'date-time' }),
-  userAgent: Nullable(Type.String()),
-  ip: Nullable(Type.String()),
-  current: Type.Boolean({ description: 'True for the session of the token making this request' })
-}, { title: 'Session' })
+  id: Type.String({ format: 'uuid', description: 'Session id', examples: ['5d1f3a0e-8c2b-4e7a-9f10-2b6c4d8e0a13'] }),
+  createdAt: Type.String({ format: 'date-time', description: 'Sign-in that opened it', examples: ['2026-01-15T09:30:00.000Z'] }),
+  lastUsedAt: Type.String({ format: 'date-time', description: 'Last sign-in or refresh', examples: ['2026-01-15T10:05:00.000Z'] }),
+  expiresAt: Type.String({ format: 'date-time', description: 'When its refresh token expires unless rotated', examples: ['2026-01-22T10:05:00.000Z'] }),
+  userAgent: Nullable(Type.String({ description: 'User-Agent of the sign-in (first 512 characters); null without one', examples: ['Mozilla/5.0 (X11; Linux x86_64)'] })),
+  ip: Nullable(Type.String({ description: 'Client IP of the sign-in', examples: ['203.0.113.7'] })),
+  current: Type.Boolean({ description: 'True for the session of the token making this request', examples: [true] })
+}, { $id: 'Session', title: 'Session', description: 'A sign-in session: one refresh token chain' })
 
-export const SessionsResponse = Type.Object({ sessions: Type.Array(Session) })
-export const SessionParams = Type.Object({ id: Type.String({ description: 'Session id (any other value answers 404)' }) })
+export const SessionsResponse = Type.Object({
+  sessions: Type.Array(ref(Session), { description: 'Live sessions, newest first' })
+}, { title: 'SessionList' })
+
+export const SessionParams = Type.Object({
+  // The router refuses a longer path parameter (414) before validation: the bound only documents it.
+  id: Type.String({ maxLength: 100, description: 'Session id, as listed by GET /api/auth/sessions (any other value answers 404)', examples: ['5d1f3a0e-8c2b-4e7a-9f10-2b6c4d8e0a13'] })
+})

@@ -44,9 +44,20 @@ export default fp(async function oauth2Plugin(app: FastifyInstance) {
     startRedirectPath: '/identity/login',
     schema: {
       tags: ['Auth'],
+      operationId: 'startSignIn',
       summary: 'Start a browser sign-in',
       description: 'Redirects to the identity provider\'s authorize URL with client_id, redirect_uri, response_type=code, scope `identify guilds`, a random state and a PKCE S256 challenge; the state and the verifier are kept in signed httpOnly cookies and checked when the code comes back.',
-      response: { 302: { description: 'Redirect to the identity provider', type: 'null' }, ...errors(429) }
+      response: {
+        302: {
+          description: 'Redirect to the identity provider\'s authorize page (or first to PUBLIC_URL\'s origin when asked on another)',
+          type: 'null',
+          headers: {
+            location: { type: 'string', description: 'The authorize URL with client_id, redirect_uri, response_type, scope, state and code_challenge', example: 'https://idp.example.com/oauth2/authorize?response_type=code&client_id=app&scope=identify%20guilds' },
+            'set-cookie': { type: 'string', description: 'The signed state and PKCE verifier cookies (httpOnly, SameSite=Lax, 10 minutes)', example: 'oauth_state=9b2f6d1e-4c1a-4f7e-8f53-3f0d7c2a9e61.c2ln; Max-Age=600; Path=/; HttpOnly; SameSite=Lax' }
+          }
+        },
+        ...errors(429)
+      }
     },
     callbackUri: idp.redirectUri,
     pkce: 'S256',

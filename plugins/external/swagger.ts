@@ -2,27 +2,61 @@ import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
+import { sharedSchemas } from '../../schemas/components.ts'
+
+export const API_TITLE = 'Guild analytics and placemark API'
+export const DEV_SIGNIN_PATH = '/api/auth/identity/login'
+
+interface Operation { parameters?: { required?: boolean; schema?: { default?: unknown } }[] }
+interface Document { paths: Record<string, Record<string, Operation | undefined> | undefined> }
+
+/**
+ * A parameter with a default may be left out, whatever the server-side type says (the validator fills the
+ * default in, so handlers always see it): the document marks it optional, so generated clients do too.
+ */
+function defaultsAreOptional<D extends Document>(document: D): D {
+  for (const item of Object.values(document.paths)) {
+    for (const operation of Object.values(item ?? {})) {
+      for (const parameter of operation?.parameters ?? []) {
+        if (parameter.schema?.default !== undefined) parameter.required = false
+      }
+    }
+  }
+  return document
+}
+
+function introduction(devIdp: boolean): string {
+  return [
+    'One server, two APIs: session authentication with guild analytics (`/api/auth/*`, `/api/ghosts`)',
+    'and a read-only placemark API (`/health`, `/api/v1/*`).',
+    '',
+    'Every error body is `{"error": <HTTP reason phrase>, "message": <text>}` (the `Error` schema). Every route but `/health*` is',
+    'rate limited per client IP: each answer carries `x-ratelimit-limit`, `x-ratelimit-remaining` and `x-ratelimit-reset`, and a',
+    'refusal is 429 with `retry-after`. Answers under `/api/v1` (but the box query) carry an `ETag`: send it back in',
+    '`If-None-Match` to get 304 while the dataset is unchanged. The placemark list, one placemark, the box query and the',
+    'timeline also answer GeoJSON (`Accept: application/geo+json` or `format=geojson`).',
+    '',
+    '**[Map of the placemarks](/map):** the placemarks of the current view on a map, with popups, a folder filter and the timeline.',
+    '',
+    'To call a protected route, sign in, then press **Authorize** and enter `Bearer <ACCESS_TOKEN>`.',
+    ...(devIdp
+      ? ['', `**Development sign-in:** [${DEV_SIGNIN_PATH}](${DEV_SIGNIN_PATH}) signs in as a demo user through the development identity provider and shows the tokens to paste here.`]
+      : [])
+  ].join('\n')
+}
 
 export default fp(async function docs(app: FastifyInstance) {
+  // The shared shapes, before any route refers to them: they validate and serialize, and are the document's components.schemas.
+  for (const schema of sharedSchemas) app.addSchema(schema)
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
-      info: {
-        title: 'Guild analytics and placemark API',
-        version: '1.0.0',
-        description: [
-          'One server, two APIs: session authentication with guild analytics (`/api/auth/*`, `/api/ghosts`)',
-          'and a read-only placemark API (`/health`, `/api/v1/*`).',
-          '',
-          'Every error body is `{"error": <HTTP reason phrase>, "message": <text>}`.',
-          'To call a protected route, sign in, then press **Authorize** and enter `Bearer <ACCESS_TOKEN>`.'
-        ].join('\n')
-      },
+      info: { title: API_TITLE, version: '1.0.0', description: introduction(app.config.devIdp) },
       tags: [
         { name: 'Auth', description: 'Sign-in through the identity provider, tokens and sessions' },
         { name: 'Analytics', description: 'Guild activity analytics' },
         { name: 'Placemarks', description: 'Read-only placemark dataset imported from KML/KMZ' },
-        { name: 'Health', description: 'Liveness of the server and its database' }
+        { name: 'Health', description: 'Liveness and readiness of the server and its database' }
       ],
       components: {
         securitySchemes: {
@@ -35,11 +69,15 @@ export default fp(async function docs(app: FastifyInstance) {
           }
         }
       }
-    }
+    },
+    // A shared schema is listed under its own $id (`#/components/schemas/Placemark`), not a generated name.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    transformObject: (document) => 'openapiObject' in document ? defaultsAreOptional(document.openapiObject as Document) as typeof document.openapiObject : document.swaggerObject
   })
   await app.register(swaggerUi, {
     routePrefix: '/api/docs',
     uiConfig: { persistAuthorization: true, displayRequestDuration: true, tryItOutEnabled: false },
+    theme: { title: API_TITLE },
     staticCSP: false
   })
 }, { name: 'swagger' })

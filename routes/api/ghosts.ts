@@ -1,5 +1,5 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errors, Nullable } from '../../schemas/common.ts'
+import { answer, errors, fail, Nullable } from '../../schemas/common.ts'
 import { HttpError } from '../../lib/errors.ts'
 import { parseInstant } from '../../lib/activity/instant.ts'
 import { canReadGuild, ghostsForGuild } from '../../db/activity.ts'
@@ -35,6 +35,7 @@ const ghosts: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/ghosts', {
     schema: {
       tags: ['Analytics'],
+      operationId: 'listGuildGhosts',
       summary: 'Ghosts of a guild: members who type but do not post',
       description: [
         'Over the guild\'s typing and message events (only those at or after `since` when given), every user with at least one',
@@ -53,9 +54,17 @@ const ghosts: FastifyPluginAsyncTypebox = async (app) => {
         guildId: Type.String({ minLength: 1, maxLength: 64, description: 'Guild id at the identity provider', examples: ['700000000000000001'] }),
         since: Type.Optional(Type.String({ maxLength: 64, description: 'Only events at or after this instant (ISO 8601)', examples: ['2025-12-01T00:00:00Z'] })),
         // Optional in the document; the validator fills in the default.
-        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'At most this many ghosts (1..1000)' }))
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'At most this many ghosts (1..1000, default 100)', examples: [10] }))
       }),
-      response: { 200: GhostsResponse, ...errors(400, 401, 403, 429, 503) }
+      response: {
+        200: answer(GhostsResponse, 'The guild\'s ghosts, highest ghostScore first'),
+        ...errors(
+          fail(400, 'guildId is missing, or since or limit is malformed or out of range',
+            'querystring must have required property \'guildId\'', 'querystring/since must be an ISO 8601 date-time', 'querystring/limit must be <= 1000'),
+          401,
+          fail(403, 'The caller may not read this guild\'s analytics', 'Insufficient permissions'),
+          429, 503)
+      }
     }
   }, async (request) => {
     const { guildId, since, limit = 100 } = request.query

@@ -1,20 +1,23 @@
 import t from 'tap'
 import SwaggerParser from '@apidevtools/swagger-parser'
-import { buildApp } from '../helper.ts'
-import { openTestDatabase, testConfig } from '../helper.ts'
+import type { FastifyInstance } from 'fastify'
+import { buildApp, openTestDatabase, testConfig } from '../helper.ts'
+import { StandInIdp } from '../support/idp-server.ts'
+import { conventionProblems, routeCollector, type OpenApiDocument } from './conventions.ts'
 
-t.test('the served OpenAPI document is valid and lists every route', async (t) => {
+// The seed's paths (placemark API and session API) and the health checks, exactly as documented.
+const expectedPaths = [
+  '/health', '/health/ready',
+  '/api/auth/identity/login', '/api/auth/identity', '/api/auth/refresh', '/api/auth/logout', '/api/auth/me',
+  '/api/auth/sessions', '/api/auth/sessions/{id}', '/api/ghosts',
+  '/api/v1/stats', '/api/v1/placemarks', '/api/v1/placemarks/{id}', '/api/v1/timeline/events', '/api/v1/timeline',
+  '/api/v1/spatial/bbox', '/api/v1/folders'
+]
+
+t.test('the served document is valid, follows the conventions on every route, and lists the seed\'s paths', async (t) => {
   const handle = await openTestDatabase(t, 'pglite')
-  const routes: { method: string; url: string; hidden: boolean }[] = []
-  const app = await buildApp({
-    config: testConfig(),
-    db: handle,
-    logger: false,
-    onRoute: (route) => {
-      const hidden = Boolean((route.schema as { hide?: boolean } | undefined)?.hide)
-      for (const method of [route.method].flat()) routes.push({ method, url: route.url, hidden })
-    }
-  })
+  const collector = routeCollector()
+  const app = await buildApp({ config: testConfig({ SEED_SAMPLE_DATA: true }), db: handle, logger: false, onRoute: collector.onRoute })
   await app.ready()
   t.teardown(() => app.close())
 
@@ -24,16 +27,125 @@ t.test('the served OpenAPI document is valid and lists every route', async (t) =
   await t.resolves(SwaggerParser.validate(structuredClone(doc)), 'valid OpenAPI 3')
   t.ok(doc.components.securitySchemes.bearerAuth, 'bearer scheme for the Authorize dialog')
 
-  const documented = routes.filter((r) => r.method !== 'HEAD' && !r.hidden && !r.url.startsWith('/api/docs'))
-  t.ok(documented.length >= 8, `${documented.length} routes`)
-  for (const { method, url } of documented) {
-    const path = url.replace(/:(\w+)/g, '{$1}').replace(/(.)\/$/, '$1')
-    const op = doc.paths[path]?.[method.toLowerCase()] ?? doc.paths[`${path}/`]?.[method.toLowerCase()]
-    if (!t.ok(op, `${method} ${url} is documented`)) continue
-    const statuses = Object.keys(op.responses ?? {})
-    t.ok(statuses.some((s) => /^[23]/.test(s)), `${method} ${url} has a success response`)
-    t.ok(statuses.some((s) => /^[45]/.test(s)), `${method} ${url} has an error response`)
-    t.ok(op.summary, `${method} ${url} has a summary`)
-    t.ok(op.tags?.length, `${method} ${url} has a tag`)
+  t.ok(collector.routes.length >= 17, `${collector.routes.length} documented routes checked`)
+  t.same(conventionProblems(doc, collector.routes), [], 'every route follows the conventions')
+  t.same(Object.keys(doc.paths).sort(), [...expectedPaths].sort(), 'the seed\'s paths, no trailing slash')
+
+  // The shared shapes are defined once and referred to.
+  const schemas = Object.keys(doc.components.schemas)
+  for (const name of ['Error', 'Placemark', 'PlacemarkWithExtendedData', 'TimelineEvent', 'User', 'Guild', 'UserWithGuilds', 'Session']) {
+    t.ok(schemas.includes(name), `components.schemas.${name}`)
   }
+  const text = JSON.stringify(doc.paths)
+  const jsonAnswers = Object.values(doc.paths).flatMap((ops: any) => Object.values(ops)).flatMap((op: any) => Object.values(op.responses))
+    .map((r: any) => JSON.stringify(r.content?.['application/json'] ?? null)).join()
+  t.notMatch(jsonAnswers, /"title":"(Error|Placemark|PlacemarkWithExtendedData|User|Guild|Session|TimelineEvent)"/, 'no shared shape inlined in a JSON answer')
+  t.notMatch(text, /Default Response/)
+  t.ok((text.match(/#\/components\/schemas\/Error/g) ?? []).length >= 40, 'error answers refer to the Error schema')
+
+  // Both forms of a path answer, and answer the same.
+  for (const path of ['/api/v1/placemarks', '/api/v1/timeline', '/api/v1/stats']) {
+    const plain = await app.inject(path)
+    const slash = await app.inject(`${path}/`)
+    t.equal(plain.statusCode, 200, path)
+    t.equal(slash.statusCode, 200, `${path}/`)
+    t.equal(slash.body, plain.body, `${path}/ answers as ${path}`)
+  }
+
+  // Error examples are this route's own: the one of /api/auth/me is not about a limit.
+  const me = doc.paths['/api/auth/me'].get.responses
+  t.same(Object.keys(me['401'].content['application/json'].examples), ['Missing authorization header', 'Invalid token', 'Token expired'])
+  t.notMatch(JSON.stringify(me), /limit must be/)
+  t.same(Object.keys(doc.paths['/api/v1/placemarks/{id}'].get.responses['404'].content['application/json'].examples), ['Placemark 999999 not found'])
+
+  // Documented headers.
+  const list = doc.paths['/api/v1/placemarks'].get.responses
+  t.ok(list['200'].headers.etag, 'ETag on a cached answer')
+  t.equal(list['304'].content, undefined, '304 has no body')
+  t.same(Object.keys(list['429'].headers).sort(), ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'])
+  t.notOk(doc.paths['/api/v1/spatial/bbox'].get.responses['304'], 'the box query is not cached: no 304')
+  t.notOk(doc.paths['/api/v1/spatial/bbox'].get.responses['200'].headers?.etag)
+  for (const path of ['/api/auth/identity', '/api/auth/refresh']) {
+    const op = doc.paths[path].get ?? doc.paths[path].post
+    t.match(op.responses['200'].headers['set-cookie'].description, /refresh_token/, `${path} documents the refresh cookie`)
+  }
+
+  // Parameters with defaults are optional; every bbox bound is described.
+  const required = (path: string) => Object.fromEntries(doc.paths[path].get.parameters.map((p: { name: string; required: boolean }) => [p.name, p.required]))
+  t.match(required('/api/v1/placemarks'), { limit: false, offset: false, folder: false })
+  t.match(required('/api/v1/spatial/bbox'), { min_lon: true, min_lat: true, max_lon: true, max_lat: true, limit: false })
+  for (const p of doc.paths['/api/v1/spatial/bbox'].get.parameters) t.ok(p.description, `bbox ${p.name} is described`)
+})
+
+t.test('a route without a description, an operationId or a documented error fails the check', async (t) => {
+  const handle = await openTestDatabase(t, 'pglite')
+  const collector = routeCollector()
+  const app = await buildApp({ config: testConfig(), db: handle, logger: false, onRoute: collector.onRoute })
+  // Registered beside the app, as a careless new route would be.
+  await app.register(async (extra: FastifyInstance) => {
+    extra.get('/extra/bare', async () => ({ ok: true }))
+    extra.get('/extra/partial/', {
+      schema: { tags: ['Placemarks'], summary: 'Half documented', response: { 200: { type: 'object', properties: { ok: { type: 'boolean' } } } } }
+    }, async () => ({ ok: true }))
+  })
+  await app.ready()
+  t.teardown(() => app.close())
+  const problems = conventionProblems(app.swagger() as unknown as OpenApiDocument, collector.routes)
+  for (const expected of [
+    'GET /extra/bare: no operationId', 'GET /extra/bare: no description', 'GET /extra/bare: no documented error response',
+    'GET /extra/bare: response 200 is not described in words',
+    'GET /extra/partial/: no operationId', 'GET /extra/partial/: no description', 'GET /extra/partial/: no documented error response',
+    'GET /extra/partial/: response 200 is not described in words', 'GET /extra/partial/: the path ends with a slash'
+  ]) {
+    t.ok(problems.includes(expected), expected)
+  }
+  t.same(problems.filter((p) => !p.startsWith('GET /extra/')), [], 'only the bad routes are reported')
+})
+
+t.test('the docs page is titled after the API and links the development sign-in when it is on', async (t) => {
+  const page = async (config: ReturnType<typeof testConfig>) => {
+    const handle = await openTestDatabase(t, 'pglite')
+    const app = await buildApp({ config, db: handle, logger: false })
+    await app.ready()
+    t.teardown(() => app.close())
+    const html = (await app.inject('/api/docs')).body
+    const doc = (await app.inject('/api/docs/json')).json()
+    return { html, intro: doc.info.description as string, title: doc.info.title as string }
+  }
+  const dev = await page(testConfig())
+  t.equal(dev.title, 'Guild analytics and placemark API')
+  t.match(dev.html, '<title>Guild analytics and placemark API</title>')
+  t.notMatch(dev.html, /<title>Swagger UI/)
+  t.match(dev.intro, '[/api/auth/identity/login](/api/auth/identity/login)', 'the development sign-in is linked')
+
+  const idp = await new StandInIdp().start()
+  t.teardown(() => idp.stop())
+  const real = await page(testConfig({}, idp.env()))
+  t.notMatch(real.intro, /identity\/login/, 'no development sign-in with a real identity provider')
+})
+
+t.test('the parameter examples work on the sample data', async (t) => {
+  const handle = await openTestDatabase(t, 'pglite')
+  const app = await buildApp({ config: testConfig({ SEED_SAMPLE_DATA: true }), db: handle, logger: false })
+  await app.ready()
+  t.teardown(() => app.close())
+  const doc = app.swagger() as unknown as { paths: Record<string, Record<string, { security?: object[]; parameters?: { name: string; in: string; example?: unknown }[] }>> }
+  const answers: Record<string, { statusCode: number; json(): any }> = {}
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    const op = ops.get
+    if (!op || op.security || !path.startsWith('/api/v1/')) continue
+    let url = path
+    const query = new URLSearchParams()
+    for (const p of op.parameters ?? []) {
+      if (p.example === undefined) continue
+      if (p.in === 'path') url = url.replace(`{${p.name}}`, String(p.example))
+      else query.set(p.name, String(p.example))
+    }
+    const res = await app.inject(query.size ? `${url}?${query}` : url)
+    t.equal(res.statusCode, 200, `${url}?${query}`)
+    answers[path] = res
+  }
+  t.ok(answers['/api/v1/spatial/bbox'].json().count > 0, 'the bbox example finds sample placemarks')
+  t.ok(answers['/api/v1/placemarks'].json().placemarks.length > 0, 'the folder example finds sample placemarks')
+  t.ok(answers['/api/v1/placemarks/{id}'].json().extended_data.length > 0, 'the id example has extended data')
 })

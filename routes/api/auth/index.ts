@@ -1,6 +1,6 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { errors } from '../../../schemas/common.ts'
+import { answer, errors, fail, rateLimitHeaders, ref, retryAfter, type Headers } from '../../../schemas/common.ts'
 import { IdentityQuery, Me, RefreshBody, SessionParams, SessionsResponse, SignInResponse, TokenPair } from '../../../schemas/auth.ts'
 import { HttpError } from '../../../lib/errors.ts'
 import { grantsRequiredScopes, exchangeFailure, fetchIdentity, SigninRefused } from '../../../lib/auth/idp-client.ts'
@@ -12,12 +12,23 @@ import { REFRESH_COOKIE } from '../../../plugins/app/auth.ts'
 
 const bearer = [{ bearerAuth: [] }]
 
+// The refresh token's cookie, as sign-in and refresh set it (Secure in production).
+const refreshCookie: Headers = {
+  'set-cookie': {
+    type: 'string',
+    description: 'The new refresh token as the httpOnly `refresh_token` cookie: Path=/api/auth, SameSite=Strict, Max-Age the refresh lifetime, Secure in production',
+    example: 'refresh_token=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln; Max-Age=604800; Path=/api/auth; HttpOnly; SameSite=Strict'
+  }
+}
+
 function userBody(u: UserRow) {
   return { id: u.id, providerId: u.provider_id, username: u.username, discriminator: u.discriminator, avatar: u.avatar, role: u.role, createdAt: u.created_at.toISOString() }
 }
 
 const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config, tokens, revocations, signinGuard } = app
+  // signin_attempts_total{outcome}: success, refused (the client's fault), failed (provider or database), blocked.
+  const signins = app.appMetrics.signins
   const cookieBase = { httpOnly: true, secure: config.isProduction, path: '/api/auth' } as const
 
   const setRefreshCookie = (reply: FastifyReply, token: string) =>
@@ -62,17 +73,31 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       exposeHeadRoute: false,
       schema: {
         tags: ['Auth'],
+        operationId: 'signIn',
         summary: 'Sign in with an authorization code',
         description: 'Exchanges the code with the identity provider, stores the user and the user\'s guild list, opens a session and answers the tokens. ' +
           'The refresh token is also set as an httpOnly SameSite=Strict cookie scoped to /api/auth. ' +
           'When the sign-in was started here (its state cookie is present) the returned `state` must match it, or the sign-in fails with 401 "Invalid state". ' +
           `A refused code is 401, a provider that fails or cannot be reached is 502, a grant without the identify and guilds scopes is 403. After ${config.SIGNIN_MAX_FAILURES} failed sign-ins within 15 minutes the client IP is blocked (429 with retry-after) for ${config.SIGNIN_BLOCK_SECONDS} s; each later block of the same IP within a day doubles, up to ${config.SIGNIN_MAX_BLOCK_SECONDS} s. Attempts are counted before the provider is called, so a burst of concurrent attempts gets one first block; a success takes back only its own attempt.`,
         querystring: IdentityQuery,
-        response: { 200: SignInResponse, ...errors(400, 401, 403, 429, 502, 503) }
+        response: {
+          200: answer(SignInResponse, 'Signed in: the tokens and the user', refreshCookie),
+          ...errors(
+            fail(400, 'The code is missing or too long, or the state is too long', 'querystring must have required property \'code\''),
+            fail(401, 'The provider refused the code, or the state does not match the sign-in started here', 'Invalid authorization code', 'Invalid state'),
+            fail(403, 'The provider did not grant the identify and guilds scopes', 'The identity provider did not grant the identify and guilds scopes'),
+            {
+              ...fail(429, 'Too many requests from this client IP (AUTH_RATE_LIMIT_MAX), or the IP is blocked after repeated failed sign-ins (then only `retry-after` is sent)', 'Rate limit exceeded'),
+              headers: { ...rateLimitHeaders, ...retryAfter }
+            },
+            fail(502, 'The identity provider failed, timed out or answered something unusable', 'Identity provider unavailable', 'Identity provider returned an unusable answer'),
+            503)
+        }
       }
     }, async (request, reply) => {
       const wait = await signinGuard.begin(request.ip)
       if (wait) {
+        signins.inc({ outcome: 'blocked' })
         request.log.warn({ ip: request.ip, blockSeconds: Math.ceil(wait / 1000) }, 'sign-in refused: too many failed attempts from this address')
         throw new HttpError(429, 'Rate limit exceeded', { 'retry-after': String(Math.ceil(wait / 1000)) })
       }
@@ -92,9 +117,11 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       } catch (err) {
         // Only the client's own failures (a refused code, state or scope) keep counting; a provider or
         // database that failed is not held against the address.
+        signins.inc({ outcome: err instanceof SigninRefused ? 'refused' : 'failed' })
         if (!(err instanceof SigninRefused)) await signinGuard.release(request.ip)
         throw err
       }
+      signins.inc({ outcome: 'success' })
       await signinGuard.release(request.ip)
       setRefreshCookie(reply, refresh.token)
       return { accessToken: tokens.access(user, sid), refreshToken: refresh.token, user: userBody(user) }
@@ -105,11 +132,18 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preValidation: async (request) => { request.body ??= {} },
       schema: {
         tags: ['Auth'],
+        operationId: 'refreshTokens',
         summary: 'Rotate the refresh token',
         description: 'Takes the refresh token from the body, or else from the refresh_token cookie, and answers a new access token and a new refresh token. ' +
           'Each refresh token works once: presenting one that was already rotated revokes its whole session (it was copied). Expired, forged or revoked tokens answer 401 "Invalid refresh token".',
         body: RefreshBody,
-        response: { 200: TokenPair, ...errors(400, 401, 429, 503) }
+        response: {
+          200: answer(TokenPair, 'A new access token and a new refresh token', refreshCookie),
+          ...errors(
+            fail(400, 'The body is not JSON, or refreshToken is empty or too long', 'body/refreshToken must NOT have fewer than 1 characters'),
+            fail(401, 'The refresh token is missing, expired, forged, revoked or already used', 'Invalid refresh token'),
+            429, 503)
+        }
       }
     }, async (request, reply) => {
       const token = request.body?.refreshToken ?? request.cookies[REFRESH_COOKIE]
@@ -134,10 +168,17 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { allowRevokedSession: true },
       schema: {
         tags: ['Auth'],
+        operationId: 'logout',
         summary: 'Log out',
         description: 'Revokes the session of the access token (its access tokens stop working at once) and clears the refresh cookie. Idempotent: a token whose session is already revoked also answers 204.',
         security: bearer,
-        response: { 204: Type.Null(), ...errors(401, 429, 503) }
+        response: {
+          204: Type.Null({
+            description: 'Logged out; the refresh cookie is cleared',
+            headers: { 'set-cookie': { type: 'string', description: 'Clears the refresh_token cookie', example: 'refresh_token=; Max-Age=0; Path=/api/auth; HttpOnly' } }
+          }),
+          ...errors(401, 429, 503)
+        }
       }
     }, async (request, reply) => {
       const { sessionId, userId } = request.auth!
@@ -165,9 +206,11 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/me', {
     schema: {
       tags: ['Auth'],
+      operationId: 'getCurrentUser',
       summary: 'The signed-in user with the guild list',
+      description: 'The caller\'s user record with the guild list stored at their latest sign-in.',
       security: bearer,
-      response: { 200: Me, ...errors(401, 429, 503) }
+      response: { 200: answer(ref(Me), 'The signed-in user with the guild list'), ...errors(401, 429, 503) }
     }
   }, (request, reply) => {
     const userId = request.auth!.userId
@@ -186,10 +229,11 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/sessions', {
     schema: {
       tags: ['Auth'],
+      operationId: 'listSessions',
       summary: 'The caller\'s live sessions',
       description: 'Sessions that are neither revoked nor expired, newest first; `current` marks the one making this request.',
       security: bearer,
-      response: { 200: SessionsResponse, ...errors(401, 429, 503) }
+      response: { 200: answer(SessionsResponse, 'The caller\'s live sessions, newest first'), ...errors(401, 429, 503) }
     }
   }, async (request) => {
     const rows = await liveSessions(app.db, request.auth!.userId)
@@ -204,11 +248,15 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete('/sessions/:id', {
     schema: {
       tags: ['Auth'],
+      operationId: 'revokeSession',
       summary: 'Revoke one of the caller\'s sessions',
       description: 'Its access tokens stop working at once and its refresh token is refused. A session that is not the caller\'s, or does not exist, answers 404.',
       security: bearer,
       params: SessionParams,
-      response: { 204: Type.Null(), ...errors(401, 404, 429, 503) }
+      response: {
+        204: Type.Null({ description: 'Revoked (or already revoked); no body' }),
+        ...errors(401, fail(404, 'The caller has no session with this id', 'Session not found'), 429, 503)
+      }
     }
   }, async (request, reply) => {
     const { id } = request.params

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errors } from '../../../schemas/common.ts'
+import { answer, errors } from '../../../schemas/common.ts'
 import { FoldersResponse } from '../../../schemas/placemarks.ts'
 import { folderNames } from '../../../db/placemarks.ts'
 
@@ -7,9 +7,10 @@ const folders: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/folders', {
     schema: {
       tags: ['Placemarks'],
+      operationId: 'listFolders',
       summary: 'Distinct folder names',
       description: 'Every distinct folder name of the dataset, at any nesting level, sorted by code point.',
-      response: { 200: FoldersResponse, ...errors(429, 503) }
+      response: { 200: answer(FoldersResponse, 'Every distinct folder name, with their count'), ...errors(429, 503) }
     }
   }, async () => {
     const names = await folderNames(app.db)

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errors } from '../../../schemas/common.ts'
+import { answer, errors } from '../../../schemas/common.ts'
 import { StatsResponse } from '../../../schemas/placemarks.ts'
 import { datasetStats } from '../../../db/placemarks.ts'
 
@@ -7,9 +7,10 @@ const stats: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/stats', {
     schema: {
       tags: ['Placemarks'],
+      operationId: 'getStats',
       summary: 'Dataset statistics',
-      description: '`top_folders` holds the 10 folder names with the most placemarks (a placemark counts for every level of its path), ties by name.',
-      response: { 200: StatsResponse, ...errors(429, 503) }
+      description: 'Counts of placemarks and styles, placemarks per geometry type, and the largest folders. `top_folders` holds the 10 folder names with the most placemarks (a placemark counts for every level of its path), ties by name.',
+      response: { 200: answer(StatsResponse, 'The dataset\'s statistics'), ...errors(429, 503) }
     }
   }, async () => datasetStats(app.db))
 }

@@ -1,0 +1,82 @@
+import t from 'tap'
+import { STATUS_CODES } from 'node:http'
+import type { InjectOptions } from 'fastify'
+import { buildTestApp, openTestDatabase } from '../helper.ts'
+import { StandInIdp } from '../support/idp-server.ts'
+
+interface Operation { operationId: string; security?: object[]; responses: Record<string, { content?: Record<string, { examples?: Record<string, { value: { message: string } }> }> }> }
+
+// The bearer check's own messages, answered by every bearer route alike (test/auth covers them).
+const bearerMessages = new Set(['Missing authorization header', 'Invalid token', 'Token expired'])
+// Statuses whose examples are the route's own (429 and 503 are answered alike by every route).
+const ownStatuses = new Set(['400', '401', '403', '404', '502'])
+
+t.test('every error example of a route is an answer that route really gives', async (t) => {
+  const idp = await new StandInIdp().start()
+  t.teardown(() => idp.stop())
+  const handle = await openTestDatabase(t, 'pglite')
+  const app = await buildTestApp(t, handle, { SEED_SAMPLE_DATA: true }, idp.env())
+  const signIn = (await app.inject('/api/auth/identity?code=ok')).json()
+  const bearer = { authorization: `Bearer ${signIn.accessToken as string}` }
+  const box = 'min_lon=-115.18&min_lat=36.09&max_lon=-115.16&max_lat=36.11'
+
+  // One request per documented example: `${operationId} ${status} ${message}`, with what the stand-in provider must do.
+  const triggers: Record<string, { request: InjectOptions; idp?: () => void }> = {
+    'listPlacemarks 400 querystring/limit must be <= 1000': { request: { url: '/api/v1/placemarks?limit=1001' } },
+    'listPlacemarks 400 querystring/offset must be >= 0': { request: { url: '/api/v1/placemarks?offset=-1' } },
+    'listPlacemarks 400 querystring must NOT have additional properties': { request: { url: '/api/v1/placemarks?page=2' } },
+    'getPlacemark 400 params/id must be integer': { request: { url: '/api/v1/placemarks/first' } },
+    'getPlacemark 400 params/id must be >= 1': { request: { url: '/api/v1/placemarks/0' } },
+    'getPlacemark 404 Placemark 999999 not found': { request: { url: '/api/v1/placemarks/999999' } },
+    'listPlacemarksInBbox 400 querystring must have required property \'min_lon\'': { request: { url: '/api/v1/spatial/bbox?min_lat=36&max_lon=-115&max_lat=37' } },
+    'listPlacemarksInBbox 400 querystring/min_lat must be <= 90': { request: { url: '/api/v1/spatial/bbox?min_lon=-116&min_lat=91&max_lon=-115&max_lat=37' } },
+    'listPlacemarksInBbox 400 querystring/min_lat must be <= max_lat': { request: { url: '/api/v1/spatial/bbox?min_lon=-116&min_lat=37&max_lon=-115&max_lat=36' } },
+    'listPlacemarksInBbox 400 querystring/limit must be <= 10000': { request: { url: `/api/v1/spatial/bbox?${box}&limit=10001` } },
+    'listGuildGhosts 400 querystring must have required property \'guildId\'': { request: { url: '/api/ghosts', headers: bearer } },
+    'listGuildGhosts 400 querystring/since must be an ISO 8601 date-time': { request: { url: '/api/ghosts?guildId=900000000000000001&since=yesterday', headers: bearer } },
+    'listGuildGhosts 400 querystring/limit must be <= 1000': { request: { url: '/api/ghosts?guildId=900000000000000001&limit=1001', headers: bearer } },
+    'listGuildGhosts 403 Insufficient permissions': { request: { url: '/api/ghosts?guildId=700000000000000001', headers: bearer } },
+    'revokeSession 404 Session not found': { request: { method: 'DELETE', url: '/api/auth/sessions/5d1f3a0e-8c2b-4e7a-9f10-2b6c4d8e0a13', headers: bearer } },
+    'refreshTokens 400 body/refreshToken must NOT have fewer than 1 characters': { request: { method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: '' } } },
+    'refreshTokens 401 Invalid refresh token': { request: { method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: 'not-a-token' } } },
+    'signIn 400 querystring must have required property \'code\'': { request: { url: '/api/auth/identity' } },
+    'signIn 401 Invalid authorization code': { request: { url: '/api/auth/identity?code=bad' } },
+    'signIn 401 Invalid state': { request: { url: '/api/auth/identity?code=ok&state=forged' } },
+    'signIn 403 The identity provider did not grant the identify and guilds scopes': { request: { url: '/api/auth/identity?code=ok' }, idp: () => { idp.mode = 'missing-scope' } },
+    'signIn 502 Identity provider unavailable': { request: { url: '/api/auth/identity?code=ok' }, idp: () => { idp.mode = 'server-error' } },
+    'signIn 502 Identity provider returned an unusable answer': { request: { url: '/api/auth/identity?code=ok' }, idp: () => { idp.rawUser = '[]' } }
+  }
+
+  // The state check needs the state cookie of a sign-in started here.
+  const login = await app.inject({ url: '/api/auth/identity/login', headers: { host: new URL(app.config.PUBLIC_URL).host } })
+  t.equal(login.statusCode, 302)
+  const stateCookie = login.cookies.find((c) => c.name === 'oauth_state')!
+  triggers['signIn 401 Invalid state'].request.cookies = { oauth_state: stateCookie.value }
+
+  const doc = app.swagger() as unknown as { paths: Record<string, Record<string, Operation>> }
+  const documented: string[] = []
+  for (const ops of Object.values(doc.paths)) {
+    for (const op of Object.values(ops)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (!ownStatuses.has(status)) continue
+        for (const example of Object.values(response.content?.['application/json']?.examples ?? {})) {
+          if (status === '401' && op.security && bearerMessages.has(example.value.message)) continue
+          documented.push(`${op.operationId} ${status} ${example.value.message}`)
+        }
+      }
+    }
+  }
+  t.same([...documented].sort(), Object.keys(triggers).sort(), 'each documented example has its request here, and no other')
+
+  for (const key of documented) {
+    const trigger = triggers[key]
+    if (!trigger) continue
+    idp.mode = 'ok'
+    idp.rawUser = null
+    trigger.idp?.()
+    const status = Number(key.split(' ')[1])
+    const message = key.split(' ').slice(2).join(' ')
+    const res = await app.inject(trigger.request)
+    t.same({ status: res.statusCode, body: res.json() }, { status, body: { error: STATUS_CODES[status], message } }, key)
+  }
+})
