@@ -9,6 +9,7 @@ import { loggerOptions, requestChildLogger } from './lib/logger.ts'
 import configPlugin from './plugins/app/config.ts'
 import { strictValidatorFactory } from './lib/validation.ts'
 import { clientErrorHandler, frameworkErrorHandler } from './plugins/app/errors.ts'
+import { genReqId } from './plugins/app/request-id.ts'
 
 const root = dirname(fileURLToPath(import.meta.url))
 // The sources run as TypeScript through tsx's --import hook, which @fastify/autoload cannot detect by itself.
@@ -36,7 +37,13 @@ export function serverOptions(config: Config): FastifyHttpOptions<Server> {
   return {
     logger: loggerOptions(config.LOG_LEVEL),
     childLoggerFactory: requestChildLogger,
+    // The caller's x-request-id when it is safe to keep, otherwise a new UUID; answers carry it back.
+    requestIdHeader: false,
+    genReqId,
     trustProxy: trustProxySetting(config.TRUST_PROXY),
+    // `/api/v1/placemarks` and `/api/v1/placemarks/` are one route (so the OpenAPI document lists the seed's
+    // path, without the slash), and every path answers with or without a trailing slash.
+    routerOptions: { ignoreTrailingSlash: true },
     // Unknown properties are refused (schemas that allow them say so), never silently dropped: on the
     // dataset routes an unknown query parameter would otherwise make every URL its own cache entry.
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false } },

@@ -60,7 +60,22 @@ export const ConfigSchema = Type.Object({
   // The longest block: later blocks of one IP double the first up to this.
   SIGNIN_MAX_BLOCK_SECONDS: Type.Integer({ minimum: 1, default: 3600 }),
   REVOCATION_POLL_MS: Type.Integer({ minimum: 50, default: 1000 }),
-  PROFILE_CACHE_SIZE: Type.Integer({ minimum: 0, default: 10_000 })
+  PROFILE_CACHE_SIZE: Type.Integer({ minimum: 0, default: 10_000 }),
+  // The map page's base layer: a tile URL template ({z}/{x}/{y}); unset, the page draws on a blank
+  // background and needs no internet.
+  MAP_TILE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  MAP_TILE_ATTRIBUTION: Type.Optional(Type.String({ minLength: 1 })),
+  // Prometheus metrics at GET /metrics; false turns the endpoint and the per-route timings off.
+  METRICS: Type.Boolean({ default: true }),
+  // Serve /metrics on this port only (its own small server on HOST), not on PORT.
+  METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+  // Load shedding: past this mean event-loop delay new requests are answered 503; 0 turns it off.
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000 }),
+  // Load shedding: past this V8 heap use new requests are answered 503; 0 turns it off. Unset: 90 % of
+  // the V8 heap limit.
+  MAX_HEAP_USED_BYTES: Type.Optional(Type.Integer({ minimum: 0 })),
+  // Security headers (helmet, with the Content-Security-Policy); false leaves them to a proxy in front.
+  SECURITY_HEADERS: Type.Boolean({ default: true })
 })
 
 export type RawConfig = Static<typeof ConfigSchema>

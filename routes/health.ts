@@ -1,26 +1,71 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyBaseLogger } from 'fastify'
 import { ping } from '../db/index.ts'
 
 const Health = Type.Object({ status: Type.String({ examples: ['ok'] }) })
 
+const Reason = Type.Union(['overloaded', 'shutting-down', 'box-index-loading', 'database-unavailable'].map((r) => Type.Literal(r)), {
+  description: 'overloaded: the event loop or the heap is past its threshold (requests are being shed); shutting-down: ' +
+    'the server is closing; box-index-loading: the in-memory box index of the dataset is still loading at start; ' +
+    'database-unavailable: the database did not answer'
+})
+const Ready = Type.Object({ status: Type.Literal('ok') }, { description: 'The instance takes traffic' })
+const NotReady = Type.Object({
+  status: Type.Literal('unavailable'),
+  reasons: Type.Array(Reason, { minItems: 1 })
+}, { description: 'The instance should get no traffic for now; `reasons` says why', examples: [{ status: 'unavailable', reasons: ['database-unavailable'] }] })
+
+// Load balancers and orchestrators poll these: never rate limited, and answered while load is shed.
+const probe = { rateLimit: false, loadShedding: false } as const
+
 const health: FastifyPluginAsyncTypebox = async (app) => {
+  const databaseAnswers = (log: FastifyBaseLogger) => ping(app.dbHandle, app.config.DB_CONNECTION_TIMEOUT_MS).then(() => true, (err: unknown) => {
+    log.warn({ code: (err as { code?: string }).code }, 'health check: database did not answer')
+    return false
+  })
+
   app.get('/health', {
-    // Load balancers poll it: never rate limited.
-    config: { rateLimit: false },
+    config: probe,
     schema: {
+      operationId: 'getHealth',
       tags: ['Health'],
-      summary: 'Health check',
-      description: '`{"status":"ok"}` when the database answers; 503 with `{"status":"unavailable"}` when it does not.',
-      response: { 200: Health, 503: Health }
+      summary: 'Liveness: the server and its database',
+      description: '`{"status":"ok"}` when the database answers; 503 with `{"status":"unavailable"}` when it does not. ' +
+        'It stays answered while the instance sheds load; use `/health/ready` to decide whether to send it traffic.',
+      response: {
+        200: { ...Health, description: 'The server runs and the database answers' },
+        503: { ...Health, description: 'The database does not answer', examples: [{ status: 'unavailable' }] }
+      }
     }
   }, async (request, reply) => {
-    try {
-      await ping(app.dbHandle, app.config.DB_CONNECTION_TIMEOUT_MS)
-      return { status: 'ok' }
-    } catch (err) {
-      request.log.warn({ code: (err as { code?: string }).code }, 'health check: database did not answer')
-      return reply.code(503).send({ status: 'unavailable' })
+    if (await databaseAnswers(request.log)) return { status: 'ok' }
+    return reply.code(503).send({ status: 'unavailable' })
+  })
+
+  let shuttingDown = false
+  app.addHook('preClose', async () => { shuttingDown = true })
+
+  app.get('/health/ready', {
+    config: probe,
+    schema: {
+      operationId: 'getReadiness',
+      tags: ['Health'],
+      summary: 'Readiness: whether this instance should get traffic',
+      description: 'For load balancers: 200 `{"status":"ok"}` when the instance takes traffic; 503 ' +
+        '`{"status":"unavailable","reasons":[…]}` while it is overloaded (requests are being answered 503), shutting down, ' +
+        'still loading its box index after start, or its database does not answer.',
+      response: { 200: Ready, 503: NotReady }
     }
+  }, async (request, reply) => {
+    // The database first: the other states are read as they are when the answer goes out.
+    const database = await databaseAnswers(request.log)
+    const reasons: (typeof Reason)['static'][] = []
+    if (shuttingDown) reasons.push('shutting-down')
+    if (app.overloaded()) reasons.push('overloaded')
+    if (app.boxIndex.state() === 'loading') reasons.push('box-index-loading')
+    if (!database) reasons.push('database-unavailable')
+    if (reasons.length === 0) return { status: 'ok' as const }
+    return reply.code(503).send({ status: 'unavailable' as const, reasons })
   })
 }
 

@@ -13,11 +13,20 @@ declare module 'fastify' {
       idle(): Promise<void>
       /** The loaded index's dataset version and size, if any. */
       loaded(): { version: number; placemarks: number; bytes: number } | null
+      /**
+       * off (BBOX_INDEX_MB=0), loading (this process's first load is running: the readiness check
+       * fails), ready (the current dataset's index is loaded), reloading (a new dataset's index is
+       * loading; box queries read the database meanwhile), too-big (past BBOX_INDEX_MB), failed (the
+       * last load failed and is retried).
+       */
+      state(): BoxIndexState
     }
   }
 }
 
 const RETRY_MS = 5000
+
+export type BoxIndexState = 'off' | 'loading' | 'ready' | 'reloading' | 'too-big' | 'failed'
 
 /**
  * Box queries from memory: the placemark dataset changes only by import, so every instance keeps a
@@ -33,6 +42,9 @@ export default fp(async function boxIndexPlugin(app: FastifyInstance) {
   let closing = false
   let tooBig = -1
   let retry: NodeJS.Timeout | undefined
+  // Whether a load has ended in this process (loaded, too big or failed), and whether the last one failed.
+  let settled = false
+  let failed = false
 
   const load = async (version: number) => {
     if (version === tooBig || current?.version === version) return
@@ -63,14 +75,19 @@ export default fp(async function boxIndexPlugin(app: FastifyInstance) {
         again = false
         try {
           await load(app.datasetVersion.current())
+          failed = false
         } catch (err) {
           if (closing) return
+          failed = true
           app.log.warn({ err }, `loading the placemark box index failed; retrying in ${RETRY_MS / 1000} s`)
           clearTimeout(retry)
           retry = setTimeout(schedule, RETRY_MS).unref()
         }
       } while (again && !closing)
-    })().finally(() => { loading = null })
+    })().finally(() => {
+      loading = null
+      settled = true
+    })
   }
 
   app.decorate('boxIndex', {
@@ -80,7 +97,15 @@ export default fp(async function boxIndexPlugin(app: FastifyInstance) {
     idle: async () => {
       while (loading) await loading
     },
-    loaded: () => (current ? { version: current.version, placemarks: current.index.size, bytes: current.index.memoryBytes } : null)
+    loaded: () => (current ? { version: current.version, placemarks: current.index.size, bytes: current.index.memoryBytes } : null),
+    state(): BoxIndexState {
+      if (maxBytes === 0) return 'off'
+      const version = app.datasetVersion.current()
+      if (current?.version === version) return 'ready'
+      if (tooBig === version) return 'too-big'
+      if (!settled) return 'loading'
+      return failed && !loading ? 'failed' : 'reloading'
+    }
   })
   app.datasetVersion.onChange(schedule)
   app.addHook('onReady', async () => schedule())

@@ -20,6 +20,8 @@ declare module 'fastify' {
 export default fp(async function rateLimitPlugin(app: FastifyInstance) {
   const { config } = app
   const timeWindow = requiredDurationMs('RATE_LIMIT_WINDOW', config.RATE_LIMIT_WINDOW)
+  // rate_limit_refusals_total{limit}: each 429 of either limit.
+  const refused = app.appMetrics.rateLimited
   await app.register(rateLimit, {
     global: true,
     // After every onRequest hook (security headers, metrics, load shedding see the refusals too), before any body is read.
@@ -30,7 +32,9 @@ export default fp(async function rateLimitPlugin(app: FastifyInstance) {
     nameSpace: 'rate-limit:',
     skipOnError: true,
     // The seed's 429 body, rendered by the error handler like every other error.
-    errorResponseBuilder: () => new HttpError(429, 'Rate limit exceeded')
+    errorResponseBuilder: () => new HttpError(429, 'Rate limit exceeded'),
+    onExceeded: () => refused.inc({ limit: 'global' })
   })
-  app.decorate('authRateLimit', app.rateLimit({ max: config.AUTH_RATE_LIMIT_MAX, timeWindow }) as unknown as preParsingHookHandler)
-}, { name: 'rate-limit', dependencies: ['config', 'redis'] })
+  const auth = app.rateLimit({ max: config.AUTH_RATE_LIMIT_MAX, timeWindow, onExceeded: () => refused.inc({ limit: 'auth' }) })
+  app.decorate('authRateLimit', auth as unknown as preParsingHookHandler)
+}, { name: 'rate-limit', dependencies: ['config', 'redis', 'metrics'] })

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 
-// The redirect target of the development sign-in: it trades the code for tokens and shows them.
+// The redirect target of the development sign-in: it trades the code for tokens and shows them. Its
+// script is a file of its own (/auth/callback.js): the Content-Security-Policy allows no inline script.
 const page = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Signed in</title>
 <style>body{font:16px system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}textarea{width:100%;font:13px monospace}pre{background:#f6f8fa;padding:.8rem;overflow:auto}.error{color:#b00020}</style></head>
@@ -15,7 +16,9 @@ const page = `<!doctype html>
 <h2>User</h2><pre id="user"></pre>
 <p><a href="/api/docs">Open the API docs</a> · <a href="/api/auth/identity/login">Sign in again</a></p>
 </section>
-<script>
+<script src="/auth/callback.js"></script></body></html>`
+
+const script = `"use strict";
 (async () => {
   const params = new URLSearchParams(location.search)
   const query = new URLSearchParams({ code: params.get('code') || '' })
@@ -36,11 +39,12 @@ const page = `<!doctype html>
   document.getElementById('result').hidden = false
   document.getElementById('copy').onclick = () => navigator.clipboard.writeText(document.getElementById('authorization').value)
 })()
-</script></body></html>`
+`
 
 const callback: FastifyPluginAsyncTypebox = async (app) => {
   if (!app.config.devIdp) return
   app.get('/callback', { schema: { hide: true } }, async (_request, reply) => reply.type('text/html; charset=utf-8').send(page))
+  app.get('/callback.js', { schema: { hide: true } }, async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(script))
 }
 
 export default callback

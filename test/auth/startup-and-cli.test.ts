@@ -69,7 +69,7 @@ t.test('logs carry no codes, tokens, secrets or Authorization values', async (t)
     t.notOk(output.includes(secret), `log does not contain ${secret.slice(0, 12)}…`)
   }
   t.match(output, /\[REDACTED\]/)
-  t.match(output, /"reqId":"req-[^"]+"[^\n]*"msg":"incoming request"/, 'request logs carry the request id')
+  t.match(output, /"reqId":"[0-9a-f]{8}-[0-9a-f-]{27}"[^\n]*"msg":"incoming request"/, 'request logs carry the request id')
 })
 
 t.test('user:role', async (t) => {

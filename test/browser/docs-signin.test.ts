@@ -21,6 +21,21 @@ t.test('sign in through the development provider, then use /api/docs with the to
   t.teardown(() => browser.close())
   const page = await browser.newPage()
   page.setDefaultTimeout(20_000)
+  // Every page runs under the server's Content-Security-Policy: any violation, console error or
+  // uncaught exception on the provider, callback or docs pages fails the test.
+  const problems: string[] = []
+  await page.exposeBinding('reportViolation', (_source, text: string) => { problems.push(text) })
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      (window as unknown as { reportViolation(text: string): void }).reportViolation(`CSP ${e.violatedDirective} blocked ${e.blockedURI || 'inline'} on ${e.documentURI}`)
+    })
+  })
+  page.on('console', (message) => { if (message.type() === 'error') problems.push(`console: ${message.text()} (${message.location().url})`) })
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`))
+  const policies = new Map<string, string | undefined>()
+  page.on('response', (response) => {
+    if (response.request().resourceType() === 'document') policies.set(new URL(response.url()).pathname, response.headers()['content-security-policy'])
+  })
   const shot = (name: string) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true })
 
   await page.goto(`${base}/api/auth/identity/login`)
@@ -65,4 +80,19 @@ t.test('sign in through the development provider, then use /api/docs with the to
   await shot('5-ghosts')
   t.equal(ghosts.status, '200', 'Try it out on /api/ghosts for the demo guild')
   t.match(ghosts.body, /"ghostScore"/)
+
+  for (const path of ['/dev/idp/authorize', '/auth/callback', '/api/docs']) {
+    t.match(policies.get(path), /script-src 'self'/, `${path} was served with the Content-Security-Policy`)
+  }
+  t.same(problems, [], 'no CSP violation, console error or page error on any page')
+
+  // The policy is enforced and the watch above sees it: an inline script added to the docs page is refused.
+  await page.evaluate(() => {
+    const script = document.createElement('script')
+    script.textContent = 'window.inlineRan = true'
+    document.body.append(script)
+  })
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.notOk(await page.evaluate(() => (window as unknown as { inlineRan?: boolean }).inlineRan), 'an inline script does not run')
+  t.ok(problems.some((p) => /CSP script-src/.test(p)), 'and is reported as a CSP violation')
 })

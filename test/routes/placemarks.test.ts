@@ -18,7 +18,7 @@ for (const kind of dbKinds) {
     }
 
     t.test('health', async (t) => {
-      t.same(await get('/health'), { status: 200, body: { status: 'ok' }, headers: (await get('/health')).headers })
+      t.match(await get('/health'), { status: 200, body: { status: 'ok' } })
     })
 
     t.test('list: defaults, order, fields', async (t) => {
