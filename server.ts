@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'))
   await server.listen({ port: config.PORT, host: config.HOST })
   const base = browserUrl(process.env.PUBLIC_URL ? config.PUBLIC_URL : undefined, server.server.address())
-  server.log.info(startupMessage(base, config.devIdp))
+  server.log.info(`${startupMessage(base, config.devIdp)} — map ${base}/map`)
 }
 
 main().catch((err: unknown) => {

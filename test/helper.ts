@@ -10,10 +10,22 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import app, { serverOptions } from '../app.ts'
 import { loadConfig, type Config } from '../lib/config.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
+import { openKmlSource } from '../lib/kml/source.ts'
+import { importPlacemarks } from '../lib/import/placemarks.ts'
 
 export const projectRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
 export const vegasKmz = resolve(projectRoot, '..', 'shared', 'data', 'vegas-shooting-map.kmz')
 export const vegasAbsent = existsSync(vegasKmz) ? false : `the shared test dataset is absent: ${vegasKmz}`
+
+/** Imports the shared Vegas KMZ (545 placemarks, names in Los Angeles time) into a test database. */
+export async function importVegas(handle: DatabaseHandle): Promise<void> {
+  const source = await openKmlSource(vegasKmz)
+  try {
+    await importPlacemarks(handle, source.chunks, { timeZone: 'America/Los_Angeles', source: 'vegas.kmz' })
+  } finally {
+    await source.close()
+  }
+}
 
 // The admin connection creates one throw-away database per test file.
 export const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -77,7 +89,8 @@ export const testSecrets = {
 }
 
 export function testConfig(overrides: Partial<Config> = {}, env: Record<string, string> = {}): Config {
-  return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', SEED_SAMPLE_DATA: 'false', ...testSecrets, ...env }, overrides)
+  // Load shedding is off unless a test turns it on: an in-process PGlite import stalls the test's own event loop.
+  return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', SEED_SAMPLE_DATA: 'false', MAX_EVENT_LOOP_DELAY_MS: '0', ...testSecrets, ...env }, overrides)
 }
 
 export interface BuildOptions {

@@ -6,10 +6,12 @@ import { sql } from 'kysely'
 import { LRUCache } from 'lru-cache'
 import { Negotiator } from '@fastify/accept-negotiator'
 import { listenDatasetChanges } from '../../db/dataset-changes.ts'
+import { wantsGeoJson } from '../../lib/geo/geojson.ts'
 
-/** One kept answer: its bytes as sent, plain and (when worth it) gzipped, with its ETag. */
+/** One kept answer: its bytes as sent, plain and (when worth it) gzipped, with its ETag and content type. */
 interface CachedAnswer {
   body: Buffer
+  type: string
   gzip: Buffer | null
   etag: string
 }
@@ -95,30 +97,44 @@ export default fp(async function datasetCache(app: FastifyInstance) {
     await unlisten()
   })
 
-  // The computed payload, serialized by the route's own serializer, as a kept answer.
+  // The computed payload, serialized by the route's own serializer, as a kept answer; a payload already
+  // in bytes (a GeoJSON answer) is kept as it is, with the content type its handler set.
   function keep({ reply, version }: Computation, payload: unknown): CachedAnswer {
-    const body = Buffer.from(reply.serialize(payload) as string)
+    const bytes = Buffer.isBuffer(payload)
+    const body = bytes ? payload : Buffer.from(reply.serialize(payload) as string)
+    const type = bytes ? String(reply.getHeader('content-type') ?? JSON_TYPE) : JSON_TYPE
     const hash = createHash('sha1').update(body).digest('base64url').slice(0, 22)
-    return { body, gzip: body.length >= GZIP_MIN_BYTES ? gzipSync(body, { level: 6 }) : null, etag: `"${version}-${hash}"` }
+    return { body, type, gzip: body.length >= GZIP_MIN_BYTES ? gzipSync(body, { level: 6 }) : null, etag: `"${version}-${hash}"` }
   }
 
   function send(request: FastifyRequest, reply: FastifyReply, answer: CachedAnswer): FastifyReply {
     reply.header('etag', answer.etag).header('cache-control', CACHE_CONTROL)
     addVary(reply, 'accept-encoding')
     if (notModified(request, answer.etag)) return reply.code(304).send()
-    reply.header('content-type', JSON_TYPE)
+    reply.header('content-type', answer.type)
     const accepted = answer.gzip === null ? null : request.headers['accept-encoding']
     if (accepted && encodings.negotiate(accepted) === 'gzip') return reply.header('content-encoding', 'gzip').send(answer.gzip)
     return reply.send(answer.body)
   }
 
+  // dataset_cache_requests_total{result}: answers sent from the cache (hit) or computed for it (miss).
+  const cacheRequests = app.appMetrics.datasetCache
+  const HIT = { result: 'hit' }
+  const MISS = { result: 'miss' }
   app.decorate('datasetCache', {
     cacheRoute(route: RouteOptions) {
       const handler = route.handler
+      // A route that can answer GeoJSON keeps that variant as its own entry (the Accept header chooses it too).
+      const variants = route.config?.geojson !== undefined
       route.handler = function cachedHandler(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
-        const hit = cache.get(request.url)
-        if (hit !== undefined) return send(request, reply, hit)
-        return cache.fetch(request.url, { context: { request, reply, handler, app: this, version } })
+        const key = variants && wantsGeoJson(request) ? `geojson ${request.url}` : request.url
+        const hit = cache.get(key)
+        if (hit !== undefined) {
+          cacheRequests.inc(HIT)
+          return send(request, reply, hit)
+        }
+        cacheRequests.inc(MISS)
+        return cache.fetch(key, { context: { request, reply, handler, app: this, version } })
           .then((answer) => send(request, reply, answer!))
       }
     },
@@ -126,4 +142,4 @@ export default fp(async function datasetCache(app: FastifyInstance) {
       return cache.size
     }
   })
-}, { name: 'dataset-cache', dependencies: ['config', 'db'] })
+}, { name: 'dataset-cache', dependencies: ['config', 'db', 'metrics'] })

@@ -153,7 +153,7 @@ t.test('the start-up line names the docs and the sign-in at the address a browse
   const entry = JSON.parse(line)
   t.equal(entry.level, 30, 'an info line, as JSON when stdout is not a terminal')
   const base = `http://localhost:${port}`
-  t.equal(entry.msg, `serving on ${base} — docs ${base}/api/docs — sign in ${base}/api/auth/identity/login`)
+  t.equal(entry.msg, `serving on ${base} — docs ${base}/api/docs — sign in ${base}/api/auth/identity/login — map ${base}/map`)
   const res = await fetch(`http://127.0.0.1:${port}/`, { redirect: 'manual' })
   t.equal(res.status, 302)
   t.equal(res.headers.get('location'), '/api/docs')

@@ -1,9 +1,8 @@
 import t, { type Test } from 'tap'
 import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
-import { buildTestApp, dbKinds, openTestDatabase, projectRoot, vegasAbsent, vegasKmz } from '../helper.ts'
+import { buildTestApp, dbKinds, importVegas, openTestDatabase, projectRoot, vegasAbsent } from '../helper.ts'
 import { importPlacemarks } from '../../lib/import/placemarks.ts'
-import { openKmlSource } from '../../lib/kml/source.ts'
 import { loadBoxIndex } from '../../db/placemarks.ts'
 import { mulberry32 } from '../../lib/random.ts'
 import { until } from '../support/shared-state.ts'
@@ -67,12 +66,7 @@ for (const kind of dbKinds) {
 
 t.test('the Vegas dataset: memory equals the database for 400 boxes', { skip: vegasAbsent }, async (t) => {
   const handle = await openTestDatabase(t, 'postgres')
-  const source = await openKmlSource(vegasKmz)
-  try {
-    await importPlacemarks(handle, source.chunks, { timeZone: 'America/Los_Angeles', source: 'vegas.kmz' })
-  } finally {
-    await source.close()
-  }
+  await importVegas(handle)
   const memory = await buildTestApp(t, handle)
   const database = await buildTestApp(t, handle, { BBOX_INDEX_MB: 0 })
   await memory.boxIndex.idle()

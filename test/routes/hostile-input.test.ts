@@ -11,6 +11,8 @@ const valid: Record<string, { path: string; query: Record<string, string>; statu
   'GET /api/v1/placemarks': { path: '/api/v1/placemarks', query: { limit: '5', offset: '0', folder: 'Airports' } },
   'GET /api/v1/placemarks/{id}': { path: '/api/v1/placemarks/1', query: {} },
   'GET /api/v1/spatial/bbox': { path: '/api/v1/spatial/bbox', query: { min_lon: '-116', min_lat: '35', max_lon: '-114', max_lat: '37', limit: '10' } },
+  'GET /api/v1/timeline': { path: '/api/v1/timeline', query: { format: 'geojson' } },
+  'GET /api/v1/timeline/events': { path: '/api/v1/timeline/events', query: { format: 'json' } },
   'GET /api/ghosts': { path: '/api/ghosts', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', limit: '5' } },
   'GET /api/auth/identity': { path: '/api/auth/identity', query: { code: 'ok', state: 'anything' } },
   'DELETE /api/auth/sessions/{id}': { path: '/api/auth/sessions/none', query: {}, status: 404 }

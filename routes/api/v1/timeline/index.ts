@@ -1,7 +1,9 @@
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { TimelineEvent, TimelineResponse } from '../../../../schemas/placemarks.ts'
-import { errors } from '../../../../schemas/common.ts'
-import { timelineEvents } from '../../../../db/placemarks.ts'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { TimelineEvents, TimelineResponse } from '../../../../schemas/placemarks.ts'
+import { answer, errors } from '../../../../schemas/common.ts'
+import { timelineEvents, timelineFeatures } from '../../../../db/placemarks.ts'
+import { collectionText, sendGeoJson, wantsGeoJson } from '../../../../lib/geo/geojson.ts'
+import { TimelineCollection, TimelineEventsCollection } from '../../../../schemas/geojson.ts'
 
 const description = 'A placemark is an event when its name starts with a date (`M/D/YYYY` or ISO `YYYY-MM-DD`), optionally followed by a time. ' +
   'Names hold local times in the timezone given at import (`--timezone`, default UTC); `timestamp` is that instant in UTC, ' +
@@ -9,12 +11,33 @@ const description = 'A placemark is an event when its name starts with a date (`
 
 const timeline: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/events', {
-    schema: { tags: ['Placemarks'], summary: 'Timeline events', description, response: { 200: Type.Array(TimelineEvent), ...errors(429, 503) } }
-  }, async () => timelineEvents(app.db))
+    config: { geojson: TimelineEventsCollection },
+    schema: {
+      tags: ['Placemarks'],
+      operationId: 'listTimelineEvents',
+      summary: 'Timeline events',
+      description,
+      response: { 200: answer(TimelineEvents, 'Every timeline event, as an array'), ...errors(429, 503) }
+    }
+  }, async (request, reply) => {
+    if (wantsGeoJson(request)) return sendGeoJson(reply, collectionText(await timelineFeatures(app.db)))
+    return timelineEvents(app.db)
+  })
 
   app.get('/', {
-    schema: { tags: ['Placemarks'], summary: 'Timeline summary', description, response: { 200: TimelineResponse, ...errors(429, 503) } }
-  }, async () => {
+    config: { geojson: TimelineCollection },
+    schema: {
+      tags: ['Placemarks'],
+      operationId: 'getTimeline',
+      summary: 'Timeline summary',
+      description,
+      response: { 200: answer(TimelineResponse, 'Every timeline event, with their count'), ...errors(429, 503) }
+    }
+  }, async (request, reply) => {
+    if (wantsGeoJson(request)) {
+      const features = await timelineFeatures(app.db)
+      return sendGeoJson(reply, collectionText(features, { count: features.length }))
+    }
     const events = await timelineEvents(app.db)
     return { events, count: events.length }
   })

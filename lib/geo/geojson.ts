@@ -1,0 +1,49 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { Negotiator } from '@fastify/accept-negotiator'
+import { LRUCache } from 'lru-cache'
+
+/**
+ * RFC 7946 answers built as text around the stored geometries. A placemark's geometry is kept as GeoJSON
+ * text written from the source's coordinates; it is spliced into the answer as it is, never parsed and
+ * serialized again, so every digit of every coordinate is kept.
+ */
+export const GEOJSON_TYPE = 'application/geo+json'
+
+// A client naming application/geo+json at least as high as application/json gets GeoJSON; any other
+// Accept header (none, */*, application/json, text/html…) keeps the JSON answer.
+const mediaTypes = new Negotiator({ supportedValues: [GEOJSON_TYPE, 'application/json'], cache: new LRUCache<string, string>({ max: 1000 }) })
+
+/** Whether the request asks for GeoJSON: `format=geojson`, or else its Accept header. */
+export function wantsGeoJson(request: FastifyRequest): boolean {
+  const format = (request.query as { format?: string } | undefined)?.format
+  if (format !== undefined) return format === 'geojson'
+  const accept = request.headers.accept
+  return accept !== undefined && mediaTypes.negotiate(accept) === GEOJSON_TYPE
+}
+
+/** A Feature: the placemark id, its stored geometry text, and the given properties. */
+export function featureText(id: number, geometry: string, properties: object): string {
+  return `{"type":"Feature","id":${id},"geometry":${geometry},"properties":${JSON.stringify(properties)}}`
+}
+
+/** A placemark (summary or detail) as a Feature: every field but the geometry becomes a property. */
+export function placemarkFeature(placemark: { id: number; geometry: string }): string {
+  const { geometry, ...properties } = placemark
+  return featureText(placemark.id, geometry, properties)
+}
+
+/** A FeatureCollection of features already written, followed by the answer's own members (foreign members in RFC 7946 terms). */
+export function collectionText(features: string[], members: Record<string, unknown> = {}): string {
+  let tail = ''
+  for (const [key, value] of Object.entries(members)) tail += `,${JSON.stringify(key)}:${JSON.stringify(value)}`
+  return `{"type":"FeatureCollection","features":[${features.join(',')}]${tail}}`
+}
+
+/**
+ * The GeoJSON answer of a route: the bytes with their content type. Typed as `never` so that it fits
+ * every route's declared (JSON) payload; the answer cache keeps bytes as they are.
+ */
+export function sendGeoJson(reply: FastifyReply, text: string | Buffer): never {
+  reply.type(GEOJSON_TYPE)
+  return (typeof text === 'string' ? Buffer.from(text) : text) as never
+}

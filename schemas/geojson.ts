@@ -1,0 +1,82 @@
+import { Type, type TObject, type TProperties, type TSchema } from '@sinclair/typebox'
+import { PlacemarkDetail, PlacemarkSummary, TimelineEvent } from './placemarks.ts'
+
+/**
+ * RFC 7946 GeoJSON, as the placemark routes answer it with `Accept: application/geo+json` or
+ * `format=geojson`. Positions are [longitude, latitude] (an altitude may follow); OpenAPI 3.0 cannot
+ * give each item of an array its own range, so the ranges are written in the description.
+ */
+export const Position = Type.Array(Type.Number(), {
+  minItems: 2,
+  maxItems: 3,
+  description: '[longitude, latitude] in WGS 84 (longitude in [-180, 180], latitude in [-90, 90]), an altitude may follow'
+})
+
+export const PointGeometry = Type.Object({
+  type: Type.Literal('Point'),
+  coordinates: Position
+}, { title: 'GeoJSON Point', additionalProperties: false })
+
+export const LineStringGeometry = Type.Object({
+  type: Type.Literal('LineString'),
+  coordinates: Type.Array(Position, { minItems: 2 })
+}, { title: 'GeoJSON LineString', additionalProperties: false })
+
+export const LinearRing = Type.Array(Position, { minItems: 4, description: 'A closed ring: its last position equals its first' })
+
+export const PolygonGeometry = Type.Object({
+  type: Type.Literal('Polygon'),
+  coordinates: Type.Array(LinearRing, { minItems: 1, description: 'The outer ring, then the holes' })
+}, { title: 'GeoJSON Polygon', additionalProperties: false })
+
+export const Geometry = Type.Union([PointGeometry, LineStringGeometry, PolygonGeometry], { title: 'GeoJSON geometry' })
+
+/** A Feature whose properties follow the given schema; its id is the placemark id. */
+export function FeatureOf<P extends TProperties>(properties: TObject<P>, title: string) {
+  return Type.Object({
+    type: Type.Literal('Feature'),
+    id: Type.Integer({ description: 'The placemark id' }),
+    geometry: Geometry,
+    properties
+  }, { title, additionalProperties: false })
+}
+
+/** A FeatureCollection of such features, with the answer's other members after `features`. */
+export function FeatureCollectionOf<F extends TSchema, M extends TProperties>(feature: F, members: M, title: string) {
+  return Type.Object({
+    type: Type.Literal('FeatureCollection'),
+    features: Type.Array(feature),
+    ...members
+  }, { title, additionalProperties: false })
+}
+
+// A placemark's fields other than its geometry, which the feature carries as a GeoJSON object.
+const PlacemarkProperties = Type.Omit(PlacemarkSummary, ['geometry'], { additionalProperties: false })
+const PlacemarkDetailProperties = Type.Omit(PlacemarkDetail, ['geometry'], { additionalProperties: false })
+
+export const PlacemarkFeature = FeatureOf(PlacemarkProperties, 'PlacemarkFeature')
+export const PlacemarkDetailFeature = FeatureOf(PlacemarkDetailProperties, 'PlacemarkWithExtendedDataFeature')
+export const TimelineFeature = FeatureOf(Type.Object(TimelineEvent.properties, { additionalProperties: false }), 'TimelineEventFeature')
+
+export const PlacemarkListCollection = FeatureCollectionOf(PlacemarkFeature, {
+  limit: Type.Integer(),
+  offset: Type.Integer()
+}, 'PlacemarkFeatureCollection')
+
+export const BboxCollection = FeatureCollectionOf(PlacemarkFeature, {
+  query_bbox: Type.Object({ min_lon: Type.Number(), min_lat: Type.Number(), max_lon: Type.Number(), max_lat: Type.Number() }, {
+    description: 'The box asked for (the JSON answer\'s `bbox`; GeoJSON reserves that name for an array of the features\' extent)'
+  }),
+  count: Type.Integer()
+}, 'BboxFeatureCollection')
+
+export const TimelineCollection = FeatureCollectionOf(TimelineFeature, { count: Type.Integer() }, 'TimelineFeatureCollection')
+export const TimelineEventsCollection = FeatureCollectionOf(TimelineFeature, {}, 'TimelineEventFeatureCollection')
+
+/** The `format` query parameter of the routes that can answer GeoJSON. */
+export const FormatQuery = Type.Unsafe<'json' | 'geojson'>({
+  type: 'string',
+  enum: ['json', 'geojson'],
+  description: '`geojson` answers RFC 7946 GeoJSON (`application/geo+json`), as `Accept: application/geo+json` does; for tools that cannot set headers. ' +
+    'Takes precedence over the Accept header; the default is JSON.'
+})
