@@ -73,11 +73,26 @@ export async function createPostgresDatabase(t: Teardown): Promise<string> {
   return url.toString()
 }
 
+// One migrated, empty embedded database per test process, copied for each test: creating a PGlite
+// cluster takes about 3 s of CPU, loading a copy about 1 s.
+let migratedPglite: Promise<Blob> | undefined
+function pgliteTemplate(): Promise<Blob> {
+  return migratedPglite ??= (async () => {
+    const handle = await openDatabase({ pgliteDir: 'memory://' })
+    try {
+      await migrateToLatest(handle.db)
+      return await handle.dumpDataDir!()
+    } finally {
+      await handle.close()
+    }
+  })()
+}
+
 // A migrated, empty database of the given kind, closed when the test ends.
 export async function openTestDatabase(t: Teardown, kind: DbKind): Promise<DatabaseHandle> {
   const handle = kind === 'postgres'
     ? await openDatabase({ url: await createPostgresDatabase(t), poolMax: 5 })
-    : await openDatabase({ pgliteDir: 'memory://' })
+    : await openDatabase({ pgliteDir: 'memory://', pgliteDataDir: await pgliteTemplate() })
   await migrateToLatest(handle.db)
   t.teardown(() => handle.close())
   return handle
