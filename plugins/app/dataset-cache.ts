@@ -7,6 +7,7 @@ import { LRUCache } from 'lru-cache'
 import { Negotiator } from '@fastify/accept-negotiator'
 import { listenDatasetChanges } from '../../db/dataset-changes.ts'
 import { wantsGeoJson } from '../../lib/geo/geojson.ts'
+import { addVary } from '../../lib/vary.ts'
 
 /** One kept answer: its bytes as sent, plain and (when worth it) gzipped, with its ETag and content type. */
 interface CachedAnswer {
@@ -39,12 +40,6 @@ declare module 'fastify' {
 const GZIP_MIN_BYTES = 1024
 const CACHE_CONTROL = 'public, max-age=0, must-revalidate'
 const JSON_TYPE = 'application/json; charset=utf-8'
-
-/** Adds a token to the answer's Vary header, keeping what is there (CORS's Origin). */
-function addVary(reply: FastifyReply, token: string): void {
-  const current = reply.getHeader('vary')
-  reply.header('vary', current ? `${String(current)}, ${token}` : token)
-}
 
 const notModified = (request: FastifyRequest, etag: string) => {
   const header = request.headers['if-none-match']

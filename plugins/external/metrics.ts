@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import promClient, { Counter, Gauge, Registry } from 'prom-client'
 import fastifyMetricsModule from 'fastify-metrics'
-import { genReqId, REQUEST_ID_HEADER } from '../app/request-id.ts'
+import requestId, { genReqId } from '../app/request-id.ts'
 
 /** The app's own metrics; the counters are moved by the code they describe, the gauges read at scrape time. */
 export interface AppMetrics {
@@ -130,7 +130,7 @@ export default fp(async function metricsPlugin(app: FastifyInstance) {
 
   if (ownPort) {
     const server = Fastify({ logger: false, genReqId, requestIdHeader: false })
-    server.addHook('onSend', async (request, reply) => { reply.header(REQUEST_ID_HEADER, request.id) })
+    await server.register(requestId)
     server.get(METRICS_PATH, async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()))
     app.addHook('onReady', async () => {
       await server.listen({ port: config.METRICS_PORT, host: config.HOST })

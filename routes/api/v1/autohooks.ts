@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify'
 import { FormatQuery } from '../../../schemas/geojson.ts'
 import { GEOJSON_TYPE } from '../../../lib/geo/geojson.ts'
+import { addVary } from '../../../lib/vary.ts'
 import { etagHeaders, notModified } from '../../../schemas/common.ts'
 
 declare module 'fastify' {
@@ -19,8 +20,7 @@ const GEOJSON_NOTE = 'JSON by default; RFC 7946 GeoJSON (`application/geo+json`)
 
 // Both answers of a GeoJSON route depend on the Accept header: caches in between must key on it.
 function varyAccept(_request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  const current = reply.getHeader('vary')
-  reply.header('vary', current ? `${String(current)}, accept` : 'accept')
+  addVary(reply, 'accept')
   done()
 }
 
