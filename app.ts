@@ -9,7 +9,7 @@ import { loggerOptions, requestChildLogger } from './lib/logger.ts'
 import configPlugin from './plugins/app/config.ts'
 import { strictValidatorFactory } from './lib/validation.ts'
 import { clientErrorHandler, frameworkErrorHandler } from './plugins/app/errors.ts'
-import { genReqId } from './plugins/app/request-id.ts'
+import requestIdPlugin, { genReqId } from './plugins/app/request-id.ts'
 
 const root = dirname(fileURLToPath(import.meta.url))
 // The sources run as TypeScript through tsx's --import hook, which @fastify/autoload cannot detect by itself.
@@ -74,6 +74,7 @@ export function serverOptions(config: Config): FastifyHttpOptions<Server> {
  */
 export default async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(configPlugin, { config: opts.config })
+  await fastify.register(requestIdPlugin)
   // Connections past the limit are closed as they arrive, before they can exhaust file descriptors.
   fastify.server.maxConnections = opts.config.MAX_CONNECTIONS
   await fastify.register(autoload, { dir: join(root, 'plugins/external'), forceESM: true })

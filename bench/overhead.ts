@@ -1,60 +1,106 @@
 /**
- * The throughput cost of metrics, security headers and load shedding: the server (server.ts, a child
- * process on the embedded database with the sample data) is loaded by autocannon on a cached route with
- * the three on (the defaults) and off (METRICS=false SECURITY_HEADERS=false MAX_EVENT_LOOP_DELAY_MS=0
- * MAX_HEAP_USED_BYTES=0), alternately, and requests/s are printed for each run.
+ * What each piece of the request path costs: server CPU per request (user + system time of the server
+ * process over its turn, divided by the requests it answered) for a base server answering one small JSON
+ * route, the same with each piece on alone, with all of them, the whole app on its cached stats route
+ * (production defaults), and a bare Fastify server sending the same bytes. Every server runs at once in
+ * its own process; autocannon loads one at a time in short turns, the order rotating, and each figure is
+ * the median of its turns. Prints a Markdown table (the one in docs/performance.md).
  *
- *   node --import tsx bench/overhead.ts [seconds=10] [rounds=2] [path=/api/v1/stats]
+ *   node --import tsx bench/overhead.ts [--turns N] [--seconds S]     (npm run bench -- --overhead)
  */
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { availableParallelism } from 'node:os'
+import { readFileSync } from 'node:fs'
+import { createInterface } from 'node:readline'
 import { join } from 'node:path'
+import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
-import { freePort, projectRoot } from '../test/helper.ts'
+import { projectRoot } from '../test/helper.ts'
+import { PATH, PIECES } from './overhead-server.ts'
 
-const seconds = Number(process.argv[2] ?? 10)
-const rounds = Number(process.argv[3] ?? 2)
-const path = process.argv[4] ?? '/api/v1/stats'
+const { values } = parseArgs({ options: { turns: { type: 'string', default: '5' }, seconds: { type: 'string', default: '2' }, only: { type: 'string' }, extra: { type: 'string' } } })
+const TURNS = Number(values.turns)
+const SECONDS = Number(values.seconds)
+const CONNECTIONS = 32
 
-const variants: Record<string, Record<string, string>> = {
-  on: {},
-  off: { METRICS: 'false', SECURITY_HEADERS: 'false', MAX_EVENT_LOOP_DELAY_MS: '0', MAX_HEAP_USED_BYTES: '0' }
+interface Variant { name: string; args: string[]; path: string; why?: string }
+
+const variants: Variant[] = [
+  { name: 'bare Fastify (peer)', args: ['fastify'], path: PATH },
+  { name: 'base: the app\'s server options and error contract', args: ['pieces'], path: PATH },
+  ...PIECES.map((piece) => ({ name: `+ ${piece}`, args: ['pieces', piece], path: PATH })),
+  { name: 'all pieces together', args: ['pieces', ...PIECES], path: PATH },
+  { name: 'the whole app, GET /api/v1/stats (cached)', args: ['app'], path: '/api/v1/stats' }
+]
+
+// --extra a,b: more variants by their server arguments (experiments); --only 1,2: the variants at these positions.
+for (const extra of values.extra?.split(',') ?? []) variants.push({ name: extra, args: extra.split(' '), path: PATH })
+if (values.only) {
+  const keep = new Set(values.only.split(',').map(Number))
+  for (let i = variants.length - 1; i >= 0; i--) if (!keep.has(i)) variants.splice(i, 1)
 }
 
-async function run(name: string): Promise<number> {
-  const port = await freePort()
-  const child = spawn(process.execPath, ['--import', 'tsx', join(projectRoot, 'server.ts')], {
-    cwd: projectRoot,
-    env: {
-      PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'silent', PORT: String(port), HOST: '127.0.0.1',
-      PGLITE_DIR: 'memory://', RATE_LIMIT_MAX: '1000000000', ...variants[name]
-    },
-    stdio: ['ignore', 'inherit', 'inherit']
+interface Running { variant: Variant; child: ChildProcess; base: string; token?: string; user: number[]; system: number[]; rps: number[] }
+
+async function start(variant: Variant): Promise<Running> {
+  // With two cores or more, the servers run on one and the load generator on another, so that neither
+  // steals the other's time slices and each turn measures the server alone.
+  const args = ['--import', 'tsx', join(projectRoot, 'bench', 'overhead-server.ts'), ...variant.args]
+  const child = spawn(pinned ? 'taskset' : process.execPath, pinned ? ['-c', '1', process.execPath, ...args] : args, {
+    cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH }
   })
-  try {
-    const base = `http://127.0.0.1:${port}`
-    for (let i = 0; ; i++) {
-      const ok = await fetch(`${base}/health/ready`).then((r) => r.ok, () => false)
-      if (ok) break
-      if (i > 600) throw new Error(`${name}: the server did not become ready`)
-      await new Promise((resolve) => setTimeout(resolve, 200))
-    }
-    // Warm-up: the cache entry, the JIT.
-    await autocannon({ url: `${base}${path}`, connections: 50, duration: 2 })
-    const result = await autocannon({ url: `${base}${path}`, connections: 50, duration: seconds })
-    if (result.non2xx || result.errors) throw new Error(`${name}: ${result.non2xx} non-2xx answers, ${result.errors} errors`)
-    console.log(`${name.padEnd(3)}  ${Math.round(result.requests.average)} req/s  (p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, ${result.requests.total} requests)`)
-    return result.requests.average
-  } finally {
-    child.kill('SIGTERM')
-    await new Promise((resolve) => child.once('exit', resolve))
+  for await (const line of createInterface({ input: child.stdout! })) {
+    const { port, token } = JSON.parse(line) as { port: number; token?: string }
+    return { variant, child, base: `http://127.0.0.1:${port}`, token, user: [], system: [], rps: [] }
   }
+  throw new Error(`${variant.name}: the server exited before listening`)
 }
 
-const totals: Record<string, number[]> = { on: [], off: [] }
-for (let round = 0; round < rounds; round++) {
-  for (const name of round % 2 ? ['off', 'on'] : ['on', 'off']) totals[name]!.push(await run(name))
+// CPU seconds a process has used so far in user and system time, from /proc.
+function cpuSeconds(pid: number): { user: number; system: number } {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }
 }
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
-const on = mean(totals.on!)
-const off = mean(totals.off!)
-console.log(`mean: on ${Math.round(on)} req/s, off ${Math.round(off)} req/s: the plugins cost ${((1 - on / off) * 100).toFixed(1)} %`)
+
+async function turn(server: Running, seconds: number): Promise<{ user: number; system: number; rps: number }> {
+  const headers = server.token ? { authorization: `Bearer ${server.token}` } : undefined
+  const before = cpuSeconds(server.child.pid!)
+  const result = await autocannon({ url: server.base + server.variant.path, connections: CONNECTIONS, duration: seconds, headers })
+  const after = cpuSeconds(server.child.pid!)
+  if (result.non2xx || result.errors) throw new Error(`${server.variant.name}: ${result.non2xx} non-2xx answers, ${result.errors} errors`)
+  const n = result.requests.total
+  return { user: ((after.user - before.user) * 1e6) / n, system: ((after.system - before.system) * 1e6) / n, rps: n / result.duration }
+}
+
+const pinned = availableParallelism() >= 2 && spawnSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' }).status === 0
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+const servers: Running[] = []
+try {
+  for (const variant of variants) servers.push(await start(variant))
+  // Warm-up: the JIT, the cache entry.
+  for (const server of servers) await turn(server, 1)
+  for (let t = 0; t < TURNS; t++) {
+    for (let k = 0; k < servers.length; k++) {
+      const server = servers[(t + k) % servers.length]!
+      const { user, system, rps } = await turn(server, SECONDS)
+      server.user.push(user)
+      server.system.push(system)
+      server.rps.push(rps)
+    }
+    process.stderr.write(`turn ${t + 1} of ${TURNS}\n`)
+  }
+  // A figure's turns are its samples: the median of user + system, and of each.
+  const total = (s: Running) => median(s.user.map((u, i) => u + s.system[i]!))
+  const baseServer = servers.find((s) => s.variant.args.join(' ') === 'pieces')
+  const base = baseServer ? total(baseServer) : NaN
+  const rows = servers.map((s) => {
+    const us = total(s)
+    const delta = s.variant.args[0] === 'pieces' && s.variant.args.length === 2 ? `${(us - base) >= 0 ? '+' : ''}${(us - base).toFixed(1)}` : ''
+    return `| ${s.variant.name} | ${us.toFixed(1)} | ${median(s.user).toFixed(1)} | ${median(s.system).toFixed(1)} | ${delta} | ${Math.round(median(s.rps))} |`
+  })
+  console.log([`| server (${CONNECTIONS} connections, ${TURNS} turns of ${SECONDS} s, medians) | CPU µs per request | user | system | cost of the piece | req/s |`, '|---|---|---|---|---|---|', ...rows].join('\n'))
+} finally {
+  for (const server of servers) server.child.kill('SIGTERM')
+}

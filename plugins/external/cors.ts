@@ -24,7 +24,8 @@ export default fp(async function corsPlugin(app: FastifyInstance) {
     origin: allowedOrigins(app.config.CORS_ORIGINS),
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'],
-    exposedHeaders: ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'etag'],
+    // One string: a list would be joined again on every answer.
+    exposedHeaders: 'retry-after, x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset, etag',
     maxAge: 600,
     // An OPTIONS without the preflight headers is answered 204 too, never a text/plain 400.
     strictPreflight: false,

@@ -44,7 +44,7 @@ export function bearerRefusalMessage(code: string): string {
 /**
  * Both token kinds through @fastify/jwt, each registration with its own namespace and secret: `access`
  * (app.jwt.access) and `refresh` (app.jwt.refresh). HS256 is pinned, the issuer
- * and the expiry are required and checked, and verified access tokens are kept in fast-jwt's cache.
+ * and the expiry are required and checked.
  */
 export default fp(async function jwtPlugin(app: FastifyInstance) {
   const { config } = app
@@ -67,7 +67,8 @@ export default fp(async function jwtPlugin(app: FastifyInstance) {
     verify: { ...verify, cache },
     messages
   } as FastifyJWTOptions)
-  await app.register(jwt, kind('access', accessSecret, accessMs, 10_000))
+  // Access tokens verified once are kept by the bearer check itself (plugins/app/auth.ts), keyed by the token.
+  await app.register(jwt, kind('access', accessSecret, accessMs, false))
   // Refresh tokens are verified once each (they rotate): nothing to cache.
   await app.register(jwt, kind('refresh', refreshSecret, refreshMs, false))
   app.decorate('tokenLifetimes', { accessMs, refreshMs })

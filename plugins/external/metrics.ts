@@ -1,7 +1,8 @@
 import fp from 'fastify-plugin'
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import promClient, { Counter, Gauge, Registry } from 'prom-client'
-import fastifyMetricsModule from 'fastify-metrics'
+import type { Metric } from 'prom-client'
+import { RequestDurations, type DurationSeries } from '../../lib/metrics/request-durations.ts'
 import requestId, { genReqId } from '../app/request-id.ts'
 
 /** The app's own metrics; the counters are moved by the code they describe, the gauges read at scrape time. */
@@ -21,15 +22,25 @@ declare module 'fastify' {
   interface FastifyInstance {
     appMetrics: AppMetrics
   }
+  interface FastifyRequest {
+    // Counted in http_requests_in_flight and not yet counted out.
+    metricsOpen: boolean
+  }
+  interface FastifyContextConfig {
+    // Set at the route's registration: how its requests are timed (null: not timed).
+    metricsTimer?: RouteTimer | null
+  }
 }
 
-// A CommonJS module: its plugin is the `default` export of the module object.
-const fastifyMetrics = fastifyMetricsModule.default
+// A route's timing: its label, and per method the series by status code, each made at its first use.
+interface RouteTimer { route: string; methods: Record<string, DurationSeries[] | undefined> }
+// Requests of these methods are not timed (as Prometheus middlewares do by default).
+const UNTIMED = new Set(['HEAD', 'OPTIONS', 'TRACE', 'CONNECT'])
+export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
 export const METRICS_PATH = '/metrics'
 // Requests that match no route share this label, so that scanned URLs cannot add series.
 const UNMATCHED = '__unmatched__'
-const routeLabel = (request: FastifyRequest): string => request.routeOptions.url ?? UNMATCHED
 
 /** The app's metrics, each in `registry`; the gauges read their values from the app when scraped. */
 function appMetrics(app: FastifyInstance, registry: Registry): AppMetrics {
@@ -80,9 +91,10 @@ function appMetrics(app: FastifyInstance, registry: Registry): AppMetrics {
 }
 
 /**
- * Prometheus metrics through fastify-metrics, in a registry of this app's own (several apps may share a
- * process): request durations by route pattern, method and status, in-flight requests, process and
- * event-loop metrics, and the app's own (appMetrics above). GET /metrics serves them on PORT, or with
+ * Prometheus metrics with prom-client, in a registry of this app's own (several apps may share a
+ * process): request durations by route pattern, method and status (each series bound at its first use
+ * and counted into without allocating), in-flight requests, prom-client's process and event-loop
+ * metrics, and the app's own (appMetrics above). GET /metrics serves them on PORT, or with
  * METRICS_PORT on that port only, from a small server of its own. METRICS=false serves nothing and times
  * no route; the counters still exist and cost next to nothing.
  */
@@ -92,46 +104,64 @@ export default fp(async function metricsPlugin(app: FastifyInstance) {
   app.decorate('appMetrics', appMetrics(app, registry))
   if (!config.METRICS) return
 
+  promClient.collectDefaultMetrics({ register: registry })
+
   // A request ends with its answer, or with its connection when the client goes away first (then
   // possibly both): each is counted out once.
-  const open = new WeakSet<FastifyRequest>()
   let inFlight = 0
-  const end = (request: FastifyRequest, done: () => void) => {
-    if (open.delete(request)) inFlight--
-    done()
-  }
   new Gauge({ name: 'http_requests_in_flight', help: 'Requests received and not yet answered', registers: [registry], collect() { this.set(inFlight) } })
+  app.decorateRequest('metricsOpen', false)
+  const end = (request: FastifyRequest) => {
+    if (request.metricsOpen) {
+      request.metricsOpen = false
+      inFlight--
+    }
+  }
+
+  // Request durations by method, route pattern and status, each series bound once and reused.
+  const durations = new RequestDurations('http_request_duration_seconds', 'request duration in seconds', DURATION_BUCKETS)
+  registry.registerMetric(durations as unknown as Metric)
+  const timer = (route: string): RouteTimer => ({ route, methods: Object.create(null) as RouteTimer['methods'] })
+  // Routes are timed under their pattern, fixed when they are registered; /metrics itself is not timed.
+  app.addHook('onRoute', (route) => {
+    route.config = { ...route.config, metricsTimer: route.url === METRICS_PATH ? null : timer(route.url) }
+  })
+  const unmatched = timer(UNMATCHED)
+  const observe = (request: FastifyRequest, reply: FastifyReply) => {
+    const own = request.routeOptions.config.metricsTimer
+    if (own === null || UNTIMED.has(request.method)) return
+    const route = own ?? unmatched
+    const statuses = route.methods[request.method] ??= []
+    const status = reply.statusCode
+    const series = statuses[status] ??= durations.series({ method: request.method, route: route.route, status_code: status })
+    durations.observe(series, reply.elapsedTime / 1000)
+  }
+
   app.addHook('onRequest', (request, _reply, done) => {
-    open.add(request)
+    request.metricsOpen = true
     inFlight++
     done()
   })
-  app.addHook('onResponse', (request, _reply, done) => end(request, done))
-  app.addHook('onRequestAbort', (request, done) => end(request, done))
+  app.addHook('onResponse', (request, reply, done) => {
+    end(request)
+    observe(request, reply)
+    done()
+  })
+  app.addHook('onRequestAbort', (request, done) => {
+    end(request)
+    done()
+  })
 
   const ownPort = config.METRICS_PORT !== undefined
-  await app.register(fastifyMetrics, {
-    // The same prom-client as the app's own metrics, with this app's registry as its global one.
-    promClient: { ...promClient, register: registry },
-    endpoint: ownPort ? null : { url: METRICS_PATH, method: 'GET', logLevel: 'warn', config: { rateLimit: false, loadShedding: false }, schema: { hide: true }, handler: () => {} },
-    defaultMetrics: { enabled: true, register: registry },
-    routeMetrics: {
-      enabled: { histogram: true, summary: false },
-      // Every request is timed, unmatched ones under one label (route patterns only, never raw URLs).
-      registeredRoutesOnly: false,
-      routeBlacklist: [METRICS_PATH],
-      overrides: {
-        labels: { getRouteLabel: routeLabel },
-        histogram: { registers: [registry], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] },
-        summary: { registers: [] }
-      }
-    }
-  })
+  const scrape = async (_request: FastifyRequest, reply: FastifyReply) => reply.type(registry.contentType).send(await registry.metrics())
+  if (!ownPort) {
+    app.get(METRICS_PATH, { logLevel: 'warn', config: { rateLimit: false, loadShedding: false }, schema: { hide: true } }, scrape)
+  }
 
   if (ownPort) {
     const server = Fastify({ logger: false, genReqId, requestIdHeader: false })
     await server.register(requestId)
-    server.get(METRICS_PATH, async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()))
+    server.get(METRICS_PATH, scrape)
     app.addHook('onReady', async () => {
       await server.listen({ port: config.METRICS_PORT, host: config.HOST })
       app.log.info({ port: config.METRICS_PORT }, 'metrics served on their own port')

@@ -59,4 +59,4 @@ export default fp(async function underPressurePlugin(app: FastifyInstance) {
       throw new HttpError(503, 'The server is overloaded; try again shortly', { 'retry-after': String(RETRY_AFTER_SECONDS) })
     }
   })
-}, { name: 'under-pressure', dependencies: ['config', 'metrics', 'helmet'] })
+}, { name: 'under-pressure', dependencies: ['config', 'metrics', 'security-headers'] })

@@ -313,3 +313,21 @@ t.test('later blocks double up to the documented maximum, in memory and in Redis
     t.equal(blockDuration(40, settings), 350)
   }
 })
+
+t.test('a token kept by the bearer check stops working at its expiry, and another token never hits its entry', async (t) => {
+  const { app } = await setup(t, 'pglite', { JWT_ACCESS_EXPIRES_IN: '1s' })
+  const { body } = await signIn(app)
+  const me = async (token: string) => {
+    const res = await app.inject({ url: '/api/auth/me', headers: bearer(token) })
+    return [res.statusCode, res.statusCode === 200 ? 'ok' : res.json().message]
+  }
+  t.same(await me(body.accessToken), [200, 'ok'], 'verified and kept')
+  t.same(await me(body.accessToken), [200, 'ok'], 'answered from the kept verification')
+  // The same signature under another payload: never the kept token's entry.
+  const [header, payload, signature] = body.accessToken.split('.')
+  const forged = `${header}.${Buffer.from(JSON.stringify({ ...decode(body.accessToken), role: 'ADMIN' })).toString('base64url')}.${signature}`
+  t.not(payload, forged.split('.')[1])
+  t.same(await me(forged), [401, 'Invalid token'], 'a payload changed under the kept signature')
+  await new Promise((resolve) => setTimeout(resolve, (decode(body.accessToken).exp * 1000) - Date.now() + 50))
+  t.same(await me(body.accessToken), [401, 'Token expired'], 'past its exp the kept token is refused as expired')
+})

@@ -2,6 +2,9 @@ import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { buildTestApp, freePort, openTestDatabase } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'
+import { Histogram, Registry, type Metric } from 'prom-client'
+import { RequestDurations } from '../../lib/metrics/request-durations.ts'
+import { DURATION_BUCKETS } from '../../plugins/external/metrics.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
@@ -155,4 +158,29 @@ t.test('METRICS=false serves no /metrics; METRICS_PORT serves it on its own port
   t.equal((await fetch(`http://127.0.0.1:${port}/api/v1/folders`)).status, 404, 'the metrics port serves nothing else')
   await apart.close()
   await t.rejects(fetch(`http://127.0.0.1:${port}/metrics`), 'the metrics port closes with the app')
+})
+
+t.test('the request histogram exposes the very text prom-client\'s Histogram gives for the same observations', async (t) => {
+  const ours = new RequestDurations('http_request_duration_seconds', 'request duration in seconds', DURATION_BUCKETS)
+  const oursRegistry = new Registry()
+  oursRegistry.registerMetric(ours as unknown as Metric)
+  const reference = new Registry()
+  const theirs = new Histogram({ name: 'http_request_duration_seconds', help: 'request duration in seconds', labelNames: ['method', 'route', 'status_code'], buckets: DURATION_BUCKETS, registers: [reference] })
+  const labels = [
+    { method: 'GET', route: '/api/v1/stats', status_code: 200 },
+    { method: 'GET', route: '/api/v1/placemarks/:id', status_code: 404 },
+    { method: 'POST', route: '/api/auth/refresh', status_code: 401 },
+    { method: 'GET', route: '__unmatched__', status_code: 404 }
+  ]
+  const series = labels.map((l) => ours.series(l))
+  // Every bucket edge, values between them, past the last and zero.
+  const values = [0, 0.001, 0.005, 0.0051, 0.01, 0.02, 0.025, 0.3, 1, 2.5, 9.99, 10, 12, 60]
+  values.forEach((v, i) => {
+    const k = i % labels.length
+    ours.observe(series[k]!, v)
+    theirs.observe(labels[k]!, v)
+  })
+  t.equal(await oursRegistry.metrics(), await reference.metrics(), 'the text exposition')
+  const json = async (r: Registry) => JSON.parse(JSON.stringify(await r.getMetricsAsJSON())) as unknown
+  t.same(await json(oursRegistry), await json(reference), 'the JSON form')
 })

@@ -3,7 +3,8 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { InjectOptions } from 'fastify'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
-import { contentSecurityPolicy, tileSource } from '../../plugins/external/helmet.ts'
+import helmet from 'helmet'
+import { contentSecurityPolicy, helmetHeaders, helmetOptions, tileSource } from '../../plugins/external/security-headers.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
@@ -105,4 +106,25 @@ t.test('an incoming x-request-id is kept when it is safe, replaced otherwise (re
   const hitRes = await get('/api/v1/folders', 'id-hit')
   const limited = await get('/api/v1/folders', 'id-429')
   t.same([miss.status, miss.id, hitRes.status, hitRes.id, limited.status, limited.id], [200, 'id-miss', 200, 'id-hit', 429, 'id-429'], 'on a cached miss, a hit and a 429')
+})
+
+t.test('the headers are the ones helmet\'s own middleware sets for the same options (real HTTP)', async (t) => {
+  for (const tiles of [undefined, 'https://{s}.tile.example.org/{z}/{x}/{y}.png']) {
+    // helmet as any Node server would run it, per request.
+    const server = http.createServer((req, res) => helmet(helmetOptions(tiles))(req, res, () => res.end('ok')))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const reference = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)
+    server.close()
+    const expected: Record<string, string> = {}
+    for (const [name, value] of reference.headers) if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name)) expected[name] = value
+    t.ok(Object.keys(expected).length >= 9, 'helmet set its headers')
+    t.same(helmetHeaders(helmetOptions(tiles)), expected, `the set computed once, tiles ${tiles ?? 'none'}`)
+
+    const handle = await openTestDatabase(t, 'pglite')
+    const app = await buildTestApp(t, handle, tiles ? { MAP_TILE_URL: tiles } : {})
+    for (const url of ['/api/v1/folders', '/nowhere', '/api/docs']) {
+      const res = await app.inject(url)
+      for (const [name, value] of Object.entries(expected)) t.equal(res.headers[name], value, `${url}: ${name}`)
+    }
+  }
 })
