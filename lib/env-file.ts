@@ -45,8 +45,8 @@ export function checkEnvSyntax(text: string, where = '.env'): void {
  * Variables already set in the environment win over the file's values; the file only fills in the rest.
  * Returns the path loaded, or null when there is no such file.
  */
-export function loadEnvFile(path = resolve('.env'), env: NodeJS.ProcessEnv = process.env): string | null {
-  const where = relative(process.cwd(), path) || path
+export function loadEnvFile(path = resolve('.env'), env: Record<string, string | undefined> = process.env, cwd = process.cwd()): string | null {
+  const where = relative(cwd, path) || path
   let text: string
   try {
     text = readFileSync(path, 'utf8')

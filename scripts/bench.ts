@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline'
 import pg from 'pg'
 import autocannon from 'autocannon'
 import { generateKml, mulberry32 } from './generate-kml.ts'
-import { commandLine } from './cli.ts'
+import { CliError, defineCommand, runAsProgram } from './cli.ts'
 
 const HELP = `
 Creates a throw-away PostgreSQL database, generates and imports a KML of placemarks, seeds activity
@@ -33,28 +33,37 @@ settings (from the environment, or from .env in the current directory; the envir
 `
 
 // Options first, before anything is created: a mistyped option costs one line and exit 2.
-const cli = commandLine({ usage: 'npm run bench -- [--quick | --small | --overhead] [--keep]', help: HELP }, {
+export const command = defineCommand({ usage: 'npm run bench -- [--quick | --small | --overhead] [--keep]', help: HELP }, {
   options: {
     quick: { type: 'boolean', default: false },
     small: { type: 'boolean', default: false },
     overhead: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false }
   }
-}).values
+}, async ({ values }, io) => {
+  cli = { quick: values.quick ?? false, small: values.small ?? false, keep: values.keep ?? false }
+  adminUrl = io.env.BENCH_DATABASE_URL ?? adminUrl
+  if (values.overhead) {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', 'overhead.ts')], { cwd: root, stdio: 'inherit' })
+    const [code] = await once(child, 'exit') as [number | null]
+    if (code !== 0) throw new CliError(`bench/overhead.ts failed (exit ${code})`)
+    return
+  }
+  await main()
+})
+
+let cli = { quick: false, small: false, keep: false }
 // --quick measures the peers' figures only; its turns are the small run's.
-const quick = cli.quick || cli.small
+const small = () => cli.quick || cli.small
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
-const PLACEMARKS = quick ? 20_000 : 1_000_000
-const EVENTS = quick ? 200_000 : 10_000_000
-const USERS = quick ? 2_000 : 100_000
+const sizes = () => ({ placemarks: small() ? 20_000 : 1_000_000, events: small() ? 200_000 : 10_000_000, users: small() ? 2_000 : 100_000 })
 const GUILDS = 100
-const DURATION = quick ? 3 : 10
-const WARMUP = quick ? 1 : 3
-// Short alternating turns, so that a slow spell of the shared machine (seconds long) falls on every server.
-const TURNS = quick ? 3 : 5
-const TURN_SECONDS = quick ? 1 : 2
 const CONNECTIONS = 32
-const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+let adminUrl = 'postgres://postgres@127.0.0.1:5432/postgres'
+// Short alternating turns, so that a slow spell of the shared machine (seconds long) falls on every server.
+const timing = () => small()
+  ? { duration: 3, warmup: 1, turns: 3, turnSeconds: 1 }
+  : { duration: 10, warmup: 3, turns: 5, turnSeconds: 2 }
 
 // The small answers measured against the peers, by figure name (the names of bench/targets.json).
 const PEER_FIGURES: { name: string; path: string; auth?: boolean }[] = [
@@ -71,10 +80,10 @@ interface Side { name: string; base: string }
 interface Answer { url: string; contentType: string; bodyBase64: string }
 
 const results = {
-  quick,
+  quick: false,
   machine: `${process.platform} ${process.arch}, node ${process.version}`,
   at: new Date().toISOString(),
-  settings: { connections: CONNECTIONS, duration_s: DURATION, warmup_s: WARMUP, turns: TURNS, turn_s: TURN_SECONDS },
+  settings: {} as Record<string, number>,
   figures: {} as Record<string, Figure>,
   checks: [] as Check[]
 }
@@ -116,7 +125,7 @@ async function stop(child: ChildProcess) {
 }
 
 async function load(url: string, opts: { requests?: autocannon.Request[]; headers?: Record<string, string>; connections?: number; duration?: number } = {}) {
-  const r = await autocannon({ url, connections: opts.connections ?? CONNECTIONS, duration: opts.duration ?? DURATION, headers: opts.headers, requests: opts.requests })
+  const r = await autocannon({ url, connections: opts.connections ?? CONNECTIONS, duration: opts.duration ?? timing().duration, headers: opts.headers, requests: opts.requests })
   // Requests over the run's actual length: autocannon's average is over whole-second samples.
   return { requests: r.requests.total, seconds: r.duration, rps: r.requests.total / r.duration, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts }
 }
@@ -163,12 +172,12 @@ async function checkSameBytes(peer: Side, answers: Answer[]) {
  */
 async function alternate(sides: Side[], path: string, headers?: Record<string, string>) {
   // Warm up each side first: the first seconds of a fresh code path run unoptimized.
-  for (const side of sides) await load(side.base + path, { headers, duration: WARMUP })
+  for (const side of sides) await load(side.base + path, { headers, duration: timing().warmup })
   const totals = sides.map(() => ({ requests: 0, seconds: 0, p99: 0, non2xx: 0 }))
-  for (let turn = 0; turn < TURNS; turn++) {
+  for (let turn = 0; turn < timing().turns; turn++) {
     for (let k = 0; k < sides.length; k++) {
       const i = (turn + k) % sides.length
-      const r = await load(sides[i].base + path, { headers, duration: TURN_SECONDS })
+      const r = await load(sides[i].base + path, { headers, duration: timing().turnSeconds })
       totals[i].requests += r.requests
       totals[i].seconds += r.seconds
       totals[i].p99 = Math.max(totals[i].p99, r.p99)
@@ -244,18 +253,18 @@ async function quiesce(admin: pg.Client, dbName: string) {
 async function importPlacemarks(DATABASE_URL: string) {
   const dataDir = join(root, 'bench', 'data')
   mkdirSync(dataDir, { recursive: true })
-  const kml = join(dataDir, `placemarks-${PLACEMARKS}.kml`)
+  const kml = join(dataDir, `placemarks-${sizes().placemarks}.kml`)
   // Generated once per size: the file is the same every run.
   if (!existsSync(kml)) {
-    log(`generating ${PLACEMARKS} placemarks → ${kml}`)
-    await generateKml(kml, PLACEMARKS, 1)
+    log(`generating ${sizes().placemarks} placemarks → ${kml}`)
+    await generateKml(kml, sizes().placemarks, 1)
   }
   log(`importing ${kml}`)
   const imp = await run(process.execPath, ['--import', 'tsx', 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL })
   if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
   const m = /in ([\d.]+) s[\s\S]*peak RSS (\d+) MB/.exec(imp.stdout)
   const seconds = m ? Number(m[1]) : imp.seconds
-  results.figures.import = { placemarks: PLACEMARKS, seconds, per_second: Math.round(PLACEMARKS / seconds), peak_rss_mb: m ? Number(m[2]) : -1, wall_seconds: Math.round(imp.seconds * 10) / 10 }
+  results.figures.import = { placemarks: sizes().placemarks, seconds, per_second: Math.round(sizes().placemarks / seconds), peak_rss_mb: m ? Number(m[2]) : -1, wall_seconds: Math.round(imp.seconds * 10) / 10 }
   log(`  ${results.figures.import.per_second} placemarks/s, peak RSS ${results.figures.import.peak_rss_mb} MB`)
 }
 
@@ -266,10 +275,10 @@ async function importSample(DATABASE_URL: string) {
 }
 
 async function seedActivity(DATABASE_URL: string) {
-  log(`seeding ${EVENTS} activity events over ${GUILDS} guilds`)
-  const act = await run(process.execPath, ['--import', 'tsx', 'scripts/seed-activity.ts', '--guilds', String(GUILDS), '--users', String(USERS), '--events', String(EVENTS), '--seed', '7'], { DATABASE_URL })
+  log(`seeding ${sizes().events} activity events over ${GUILDS} guilds`)
+  const act = await run(process.execPath, ['--import', 'tsx', 'scripts/seed-activity.ts', '--guilds', String(GUILDS), '--users', String(sizes().users), '--events', String(sizes().events), '--seed', '7'], { DATABASE_URL })
   if (act.code !== 0) throw new Error(`activity seed failed: ${act.stderr}`)
-  results.figures['activity seed'] = { events: EVENTS, seconds: Math.round(act.seconds * 10) / 10, per_second: Math.round(EVENTS / act.seconds) }
+  results.figures['activity seed'] = { events: sizes().events, seconds: Math.round(act.seconds * 10) / 10, per_second: Math.round(sizes().events / act.seconds) }
   log(`  ${results.figures['activity seed'].per_second} events/s (wall clock, including start-up)`)
 }
 
@@ -305,6 +314,9 @@ function randomBoxes(): autocannon.Request[] {
 }
 
 async function main() {
+  results.quick = cli.quick
+  const { duration, warmup, turns, turnSeconds } = timing()
+  results.settings = { connections: CONNECTIONS, duration_s: duration, warmup_s: warmup, turns, turn_s: turnSeconds }
   const dbName = `bench_${Date.now().toString(36)}`
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()
@@ -346,7 +358,7 @@ async function main() {
 
       log('load: bbox, random city boxes')
       const boxes = randomBoxes()
-      await load(server.base, { requests: boxes, duration: WARMUP })
+      await load(server.base, { requests: boxes, duration: timing().warmup })
       record('bbox (random city boxes, 1 connection)', await load(server.base, { requests: boxes, connections: 1 }))
       record('bbox (random city boxes, 32 connections)', await load(server.base, { requests: boxes }))
       const memory = server.child.pid ? memoryMb(server.child.pid) : null
@@ -413,7 +425,7 @@ function printTables() {
     const f = results.figures[n]
     return `| ${n} | ${f.bytes} | ${f.rps} | ${f.fastify_rps} | ${f.express_rps} | ${f.vs_fastify} | ${f.vs_express} | ${verdict(n)} |`
   })
-  console.log([`| figure (${CONNECTIONS} connections, ${TURNS} turns of ${TURN_SECONDS} s) | bytes | ours req/s | fastify req/s | express req/s | vs fastify | vs express | target | result |`, '|---|---|---|---|---|---|---|---|---|', ...peerRows].join('\n'))
+  console.log([`| figure (${CONNECTIONS} connections, ${timing().turns} turns of ${timing().turnSeconds} s) | bytes | ours req/s | fastify req/s | express req/s | vs fastify | vs express | target | result |`, '|---|---|---|---|---|---|---|---|---|', ...peerRows].join('\n'))
   // Every other figure, and any targeted one that was not measured.
   const others = [...new Set([...Object.keys(results.figures), ...checks.keys()])].filter((n) => !results.figures[n]?.fastify_rps)
   const otherRows = others.map((n) => {
@@ -425,8 +437,4 @@ function printTables() {
   console.log(`\n${passed} of ${results.checks.length} targets met${cli.small ? ' (small sizes: the targets are set for the full run)' : ''}; written: bench/results.json`)
 }
 
-if (cli.overhead) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', 'overhead.ts')], { cwd: root, stdio: 'inherit' })
-  const [code] = await once(child, 'exit') as [number | null]
-  process.exitCode = code ?? 1
-} else await main()
+await runAsProgram(command, import.meta.url)

@@ -1,13 +1,17 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { ConfigError, loadConfig, type Config } from '../lib/config.ts'
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { ConfigError, type Config } from '../lib/config.ts'
 import { EnvFileError, loadEnvFile } from '../lib/env-file.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
 import { EmbeddedDatabaseInUse } from '../db/embedded-lock.ts'
 
 // A user's mistake ends a CLI with one line on stderr and a non-zero exit, never a stack trace.
 export class CliError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
+  readonly exitCode: number
+  constructor(message: string, exitCode = 1) {
     super(message)
+    this.exitCode = exitCode
   }
 }
 
@@ -28,74 +32,88 @@ export const DATABASE_SETTINGS = `settings (from the environment, or from .env i
 // The parts of parseArgs' message worth a line: "Unknown option '--x'. To specify…" → --x.
 const quoted = (message: string) => /'([^']*)'/.exec(message)?.[1] ?? ''
 
-function usageError(message: string): never {
-  console.error(`error: ${message} (see --help)`)
-  process.exit(2)
+/** Where a command writes, what it reads its settings from, and the directory it runs in (for `.env`). */
+export interface CommandIo {
+  stdout: { write(text: string): unknown; isTTY?: boolean }
+  stderr: { write(text: string): unknown; isTTY?: boolean }
+  env: Record<string, string | undefined>
+  cwd: string
 }
+
+export interface Command<T extends ParseArgsConfig> {
+  spec: CommandSpec
+  config: T
+  run(args: { values: ReturnType<typeof parseArgs<T>>['values']; positionals: string[] }, io: CommandIo): Promise<void>
+}
+
+/** A command: its usage and help, its options (parseArgs' form), and what it does once they parse. */
+export function defineCommand<T extends ParseArgsConfig>(spec: CommandSpec, config: T, run: Command<T>['run']): Command<T> {
+  return { spec, config, run }
+}
+
+// A usage mistake: one line naming it, exit 2.
+const usageError = (message: string) => new CliError(`${message} (see --help)`, 2)
 
 /**
- * A command's start: its arguments parsed strictly (`-h`/`--help` prints the usage and exits 0; an
- * unknown option, a missing or extra argument is one line on stderr and exit 2), then `.env` loaded
- * into the environment (the environment wins), before any setting is read or anything is opened.
+ * Runs a command in this process and answers its exit code; nothing here exits the process. The
+ * arguments are parsed strictly (`-h`/`--help` prints the usage and answers 0; an unknown option, a
+ * missing or extra argument is one line on stderr and 2), then `.env` from `io.cwd` fills in what
+ * `io.env` leaves unset, before any setting is read or anything is opened. A failure is one line on
+ * stderr: a CliError's own code, 1 for anything else (with the stack when DEBUG is set).
  */
-export function commandLine<T extends ParseArgsConfig>(spec: CommandSpec, config: T, args: string[] = process.argv.slice(2)): { values: ReturnType<typeof parseArgs<T>>['values']; positionals: string[] } {
+export async function runCommand<T extends ParseArgsConfig>(command: Command<T>, args: string[], io: CommandIo): Promise<number> {
+  const { spec, config } = command
   const names = spec.positionals ?? []
-  let parsed
   try {
-    parsed = parseArgs({
-      ...config,
-      args,
-      strict: true,
-      allowPositionals: true,
-      options: { ...config.options, help: { type: 'boolean', short: 'h' } }
-    })
-  } catch (err) {
-    const { code, message } = err as { code?: string; message: string }
-    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') usageError(`unknown option ${quoted(message)}`)
-    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-      const option = quoted(message).split(' ')[0]
-      usageError(/does not take an argument/.test(message) ? `option ${option} takes no value` : `option ${option} needs a value`)
+    let parsed
+    try {
+      parsed = parseArgs({ ...config, args, strict: true, allowPositionals: true, options: { ...config.options, help: { type: 'boolean', short: 'h' } } })
+    } catch (err) {
+      const { code, message } = err as { code?: string; message: string }
+      if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw usageError(`unknown option ${quoted(message)}`)
+      if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+        const option = quoted(message).split(' ')[0]
+        throw usageError(/does not take an argument/.test(message) ? `option ${option} takes no value` : `option ${option} needs a value`)
+      }
+      throw usageError(message.split('. ')[0].replace(/^./, (c) => c.toLowerCase()))
     }
-    usageError(message.split('. ')[0].replace(/^./, (c) => c.toLowerCase()))
-  }
-  if ((parsed.values as { help?: boolean }).help) {
-    process.stdout.write(`usage: ${spec.usage}\n\n${spec.help.trim()}\n`)
-    process.exit(0)
-  }
-  const { positionals } = parsed
-  if (positionals.length < names.length) usageError(`missing ${names.slice(positionals.length).join(' ')}; usage: ${spec.usage}`)
-  if (positionals.length > names.length) usageError(`unexpected argument ${JSON.stringify(positionals[names.length])}; usage: ${spec.usage}`)
-  try {
-    loadEnvFile()
-  } catch (err) {
-    if (!(err instanceof EnvFileError)) throw err
-    console.error(`error: ${err.message}`)
-    process.exit(1)
-  }
-  delete (parsed.values as { help?: boolean }).help
-  return { values: parsed.values as ReturnType<typeof parseArgs<T>>['values'], positionals }
-}
-
-export async function runCli(main: () => Promise<void>): Promise<void> {
-  try {
-    await main()
-  } catch (err) {
-    if (err instanceof CliError) {
-      console.error(`error: ${err.message}`)
-      process.exit(err.exitCode)
+    if ((parsed.values as { help?: boolean }).help) {
+      io.stdout.write(`usage: ${spec.usage}\n\n${spec.help.trim()}\n`)
+      return 0
     }
-    if (err instanceof ConfigError) {
-      console.error(`error: ${err.message}`)
-      process.exit(1)
+    const { positionals } = parsed
+    if (positionals.length < names.length) throw usageError(`missing ${names.slice(positionals.length).join(' ')}; usage: ${spec.usage}`)
+    if (positionals.length > names.length) throw usageError(`unexpected argument ${JSON.stringify(positionals[names.length])}; usage: ${spec.usage}`)
+    const env = { ...io.env }
+    loadEnvFile(resolve(io.cwd, '.env'), env, io.cwd)
+    delete (parsed.values as { help?: boolean }).help
+    await command.run({ values: parsed.values as ReturnType<typeof parseArgs<T>>['values'], positionals }, { ...io, env })
+    return 0
+  } catch (err) {
+    if (err instanceof CliError || err instanceof ConfigError || err instanceof EnvFileError) {
+      io.stderr.write(`error: ${err.message}\n`)
+      return err instanceof CliError ? err.exitCode : 1
     }
-    const message = err instanceof Error ? err.message : String(err)
-    console.error(`error: ${message}`)
-    if (process.env.DEBUG) console.error(err)
-    process.exit(1)
+    io.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`)
+    if (io.env.DEBUG) io.stderr.write(`${err instanceof Error ? err.stack : ''}\n`)
+    return 1
   }
 }
 
-export async function openMigratedDatabase(config: Config = loadConfig()): Promise<DatabaseHandle> {
+/** The process's own streams, environment and directory. */
+export const processIo = (): CommandIo => ({ stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() })
+
+/**
+ * Runs the command when its module is the program (`node scripts/import.ts …`), not when it is
+ * imported. A failed command exits at once with its code: an open handle must not keep it alive.
+ */
+export async function runAsProgram<T extends ParseArgsConfig>(command: Command<T>, moduleUrl: string): Promise<void> {
+  if (!process.argv[1] || pathToFileURL(process.argv[1]).href !== moduleUrl) return
+  const code = await runCommand(command, process.argv.slice(2), processIo())
+  if (code !== 0) process.exit(code)
+}
+
+export async function openMigratedDatabase(config: Config): Promise<DatabaseHandle> {
   const where = config.DATABASE_URL ? 'the database at DATABASE_URL' : `the embedded database in ${config.PGLITE_DIR}`
   const cannotOpen = (err: unknown) => new CliError(`cannot open ${where}: ${err instanceof Error ? err.message : String(err)}`)
   let handle: DatabaseHandle

@@ -1,6 +1,6 @@
 import { createWriteStream } from 'node:fs'
 import { once } from 'node:events'
-import { CliError, commandLine, runCli } from './cli.ts'
+import { CliError, defineCommand, runAsProgram } from './cli.ts'
 import { mulberry32 } from '../lib/random.ts'
 
 export { mulberry32 }
@@ -55,11 +55,10 @@ export async function generateKml(path: string, count: number, seed = 1): Promis
   await once(out, 'finish')
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values, positionals } = commandLine({
-    usage: 'npm run generate:kml -- <out.kml> [--count N] [--seed S]',
-    positionals: ['<out.kml>'],
-    help: `
+export const command = defineCommand({
+  usage: 'npm run generate:kml -- <out.kml> [--count N] [--seed S]',
+  positionals: ['<out.kml>'],
+  help: `
 Writes a synthetic KML document for load tests: placemarks (mostly points, some lines and polygons)
 around a dozen cities, in nested folders, with shared styles; the same arguments give the same file.
 An existing file is overwritten.
@@ -68,13 +67,13 @@ options:
   --count N    number of placemarks (default: 1000000)
   --seed S     random seed, 0 to 4294967295 (default: 1)
   -h, --help   show this help and exit`
-  }, { options: { count: { type: 'string', default: '1000000' }, seed: { type: 'string', default: '1' } } })
-  await runCli(async () => {
-    const count = Number(values.count)
-    const seed = Number(values.seed)
-    if (!/^\d+$/.test(values.count) || count < 1) throw new CliError('--count must be a positive integer (see --help)', 2)
-    if (!/^\d+$/.test(values.seed) || seed > 2 ** 32 - 1) throw new CliError('--seed must be an integer from 0 to 4294967295 (see --help)', 2)
-    await generateKml(positionals[0], count, seed)
-    console.error(`wrote ${count} placemarks to ${positionals[0]}`)
-  })
-}
+}, { options: { count: { type: 'string', default: '1000000' }, seed: { type: 'string', default: '1' } } }, async ({ values, positionals }, io) => {
+  const count = Number(values.count)
+  const seed = Number(values.seed)
+  if (!/^\d+$/.test(values.count ?? '') || count < 1) throw new CliError('--count must be a positive integer (see --help)', 2)
+  if (!/^\d+$/.test(values.seed ?? '') || seed > 2 ** 32 - 1) throw new CliError('--seed must be an integer from 0 to 4294967295 (see --help)', 2)
+  await generateKml(positionals[0]!, count, seed)
+  io.stderr.write(`wrote ${count} placemarks to ${positionals[0]}\n`)
+})
+
+await runAsProgram(command, import.meta.url)

@@ -1,11 +1,12 @@
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
-import { CliError, commandLine, DATABASE_SETTINGS, openMigratedDatabase, runCli } from './cli.ts'
+import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } from './cli.ts'
+import { loadConfig } from '../lib/config.ts'
 import type { ActivityEvent } from '../lib/activity/event.ts'
 import { readActivityLines } from '../lib/activity/ndjson.ts'
 import { loadActivity, LoadAborted } from '../lib/activity/load.ts'
 
-const { positionals, values } = commandLine({
+export const command = defineCommand({
   usage: 'npm run import:activity -- <file.ndjson> [--skip-invalid]',
   positionals: ['<file.ndjson>'],
   help: `
@@ -19,13 +20,8 @@ options:
   -h, --help       show this help and exit
 
 ${DATABASE_SETTINGS}`
-}, { options: { 'skip-invalid': { type: 'boolean', default: false } } })
-
-// Invalid lines listed one by one; the rest are counted.
-const SHOWN = 20
-
-await runCli(async () => {
-  const file = positionals[0]
+}, { options: { 'skip-invalid': { type: 'boolean', default: false } } }, async ({ positionals, values }, io) => {
+  const file = positionals[0]!
   const info = await stat(file).catch(() => null)
   if (!info?.isFile()) throw new CliError(`file not found: ${file}`)
   const skipInvalid = values['skip-invalid']
@@ -37,7 +33,7 @@ await runCli(async () => {
   let lastReport = started
   const progress = () => {
     const seconds = (performance.now() - started) / 1000
-    process.stderr.write(`  ${lines} lines read, ${invalidCount} invalid (${Math.round(lines / seconds)} lines/s)\n`)
+    io.stderr.write(`  ${lines} lines read, ${invalidCount} invalid (${Math.round(lines / seconds)} lines/s)\n`)
   }
   // One pass: valid events stream into the load. Without --skip-invalid the first invalid line dooms
   // the load (rolled back at the end), but reading goes on so that every invalid line is reported.
@@ -60,19 +56,19 @@ await runCli(async () => {
     if (doomed) throw new LoadAborted('invalid lines')
   }
   const reportInvalid = (verb: string) => {
-    for (const line of invalid) console.error(`${verb} ${line}`)
-    if (invalidCount > invalid.length) console.error(`… and ${invalidCount - invalid.length} more invalid lines`)
+    for (const line of invalid) io.stderr.write(`${verb} ${line}\n`)
+    if (invalidCount > invalid.length) io.stderr.write(`… and ${invalidCount - invalid.length} more invalid lines\n`)
   }
 
-  const handle = await openMigratedDatabase()
+  const handle = await openMigratedDatabase(loadConfig(io.env))
   try {
     const summary = await loadActivity(handle, events())
     if (invalidCount) reportInvalid('skipped')
-    console.log([
+    io.stdout.write(`${[
       `loaded ${summary.events} events from ${file} in ${summary.seconds.toFixed(2)} s (${summary.eventsPerSecond} rows/s)`,
       `lines: ${lines}, loaded: ${summary.events}, invalid: ${invalidCount}${invalidCount ? ' (skipped)' : ''}`,
       `typing: ${summary.typing}, messages: ${summary.messages}; guilds: ${summary.guilds}, users: ${summary.users}, days: ${summary.days}`
-    ].join('\n'))
+    ].join('\n')}\n`)
   } catch (err) {
     if (err instanceof LoadAborted) {
       reportInvalid('invalid')
@@ -83,3 +79,8 @@ await runCli(async () => {
     await handle.close()
   }
 })
+
+// Invalid lines listed one by one; the rest are counted.
+const SHOWN = 20
+
+await runAsProgram(command, import.meta.url)

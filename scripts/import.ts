@@ -1,4 +1,5 @@
-import { CliError, commandLine, DATABASE_SETTINGS, openMigratedDatabase, runCli } from './cli.ts'
+import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram, type CommandIo } from './cli.ts'
+import { loadConfig } from '../lib/config.ts'
 import { ByteProgress } from './progress.ts'
 import { openKmlSource, KmlSourceError } from '../lib/kml/source.ts'
 import { KmlError } from '../lib/kml/reader.ts'
@@ -6,7 +7,7 @@ import { isValidTimeZone } from '../lib/timeline/timezone.ts'
 import { importPlacemarks, type ImportSummary } from '../lib/import/placemarks.ts'
 import type { DatabaseHandle } from '../db/index.ts'
 
-const { values, positionals } = commandLine({
+export const command = defineCommand({
   usage: 'npm run import -- <file.kml|file.kmz> [--timezone <IANA zone>] [--dry-run]',
   positionals: ['<file.kml|file.kmz>'],
   help: `
@@ -22,9 +23,11 @@ options:
   -h, --help               show this help and exit
 
 ${DATABASE_SETTINGS}`
-}, { options: { timezone: { type: 'string', default: 'UTC' }, 'dry-run': { type: 'boolean', default: false } } })
+}, { options: { timezone: { type: 'string', default: 'UTC' }, 'dry-run': { type: 'boolean', default: false } } }, async ({ values, positionals }, io) => {
+  await importFile(positionals[0]!, values.timezone ?? 'UTC', values['dry-run'] ?? false, io)
+})
 
-function printSummary(s: ImportSummary): void {
+function printSummary(s: ImportSummary, io: CommandIo): void {
   const skipped = Object.entries(s.skipped)
   const lines = [
     `${s.dryRun ? 'dry run (nothing written)' : `imported ${s.source} as dataset version ${s.version}`} in ${s.seconds.toFixed(2)} s`,
@@ -34,14 +37,12 @@ function printSummary(s: ImportSummary): void {
     `timeline events: ${s.timelineEvents} (${s.timestampedEvents} with a timestamp, ${s.timelineEvents - s.timestampedEvents} date only; timezone ${s.timeZone})`,
     `skipped: ${skipped.length ? skipped.map(([k, v]) => `${v} ${k}`).join(', ') : 'none'}`
   ]
-  console.log(lines.join('\n'))
+  io.stdout.write(`${lines.join('\n')}\n`)
 }
 
-await runCli(async () => {
-  const timeZone = values.timezone ?? 'UTC'
+async function importFile(file: string, timeZone: string, dryRun: boolean, io: CommandIo): Promise<void> {
   if (!isValidTimeZone(timeZone)) throw new CliError(`unknown timezone "${timeZone}" (use an IANA name such as America/Los_Angeles)`, 2)
 
-  const file = positionals[0]
   let source
   try {
     source = await openKmlSource(file)
@@ -53,20 +54,20 @@ await runCli(async () => {
   const name = file.split('/').pop() ?? file
   let progress: ByteProgress | null = null
   try {
-    if (!values['dry-run']) handle = await openMigratedDatabase()
-    progress = new ByteProgress(source.kind === 'kmz' ? `${name} (${source.entryName})` : name, source.size ?? null, 'placemarks')
+    if (!dryRun) handle = await openMigratedDatabase(loadConfig(io.env))
+    progress = new ByteProgress(source.kind === 'kmz' ? `${name} (${source.entryName})` : name, source.size ?? null, 'placemarks', io.stderr)
     const counter = progress
     const summary = await importPlacemarks(handle, counter.count(source.chunks), {
       timeZone,
       source: name,
-      dryRun: values['dry-run'],
+      dryRun,
       onProgress: (n) => counter.setItems(n)
     })
     progress.done()
     progress = null
-    printSummary(summary)
+    printSummary(summary, io)
     const perSecond = summary.seconds > 0 ? Math.round(summary.placemarks / summary.seconds) : summary.placemarks
-    console.log(`throughput: ${perSecond} placemarks/s, peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MB`)
+    io.stdout.write(`throughput: ${perSecond} placemarks/s, peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MB\n`)
   } catch (err) {
     progress?.abandon()
     if (err instanceof KmlError || err instanceof KmlSourceError) throw new CliError(`${file}: ${err.message}; nothing was imported`)
@@ -75,4 +76,6 @@ await runCli(async () => {
     source.close()
     await handle?.close()
   }
-})
+}
+
+await runAsProgram(command, import.meta.url)

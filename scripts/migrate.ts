@@ -1,6 +1,7 @@
-import { commandLine, DATABASE_SETTINGS, runCli, openMigratedDatabase } from './cli.ts'
+import { defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } from './cli.ts'
+import { loadConfig } from '../lib/config.ts'
 
-commandLine({
+export const command = defineCommand({
   usage: 'npm run migrate',
   help: `
 Brings the database up to the latest schema (the server does the same when it starts).
@@ -9,10 +10,10 @@ options:
   -h, --help     show this help and exit
 
 ${DATABASE_SETTINGS}`
-}, { options: {} })
-
-await runCli(async () => {
-  const handle = await openMigratedDatabase()
-  console.error(`database migrated (${handle.kind})`)
+}, { options: {} }, async (_args, io) => {
+  const handle = await openMigratedDatabase(loadConfig(io.env))
+  io.stderr.write(`database migrated (${handle.kind})\n`)
   await handle.close()
 })
+
+await runAsProgram(command, import.meta.url)

@@ -1,11 +1,12 @@
 import { sql } from 'kysely'
-import { CliError, commandLine, DATABASE_SETTINGS, openMigratedDatabase, runCli } from './cli.ts'
+import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } from './cli.ts'
+import { loadConfig } from '../lib/config.ts'
 import { loadActivity } from '../lib/activity/load.ts'
 import { SYNTHETIC_DAYS, SYNTHETIC_END, syntheticActivity } from '../lib/activity/synthetic.ts'
 
 const usage = 'npm run seed:activity -- [--guilds N] [--users N] [--events N] [--seed S] [--now] [--replace | --append]'
 
-const { values } = commandLine({
+export const command = defineCommand({
   usage,
   help: `
 Seeds synthetic guild activity: events spread over the ${SYNTHETIC_DAYS} days before a fixed instant
@@ -34,9 +35,7 @@ ${DATABASE_SETTINGS}`
     replace: { type: 'boolean', default: false },
     append: { type: 'boolean', default: false }
   }
-})
-
-await runCli(async () => {
+}, async ({ values }, io) => {
   const integer = (name: string, text: string | undefined, min: number, max: number) => {
     const n = Number(text)
     if (!/^\d+$/.test(text ?? '') || n < min || n > max) throw new CliError(`--${name} must be an integer from ${min} to ${max} (see --help)`, 2)
@@ -50,7 +49,7 @@ await runCli(async () => {
   // Reproducible by default: events end at a fixed instant; --now ends them at today's midnight (UTC).
   const end = values.now ? new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000) : SYNTHETIC_END
 
-  const handle = await openMigratedDatabase()
+  const handle = await openMigratedDatabase(loadConfig(io.env))
   try {
     // A second run must not quietly double the data.
     if (!values.replace && !values.append) {
@@ -60,17 +59,19 @@ await runCli(async () => {
         throw new CliError(`the database already holds ${count.rows[0].n} activity events; nothing was seeded (use --replace to replace them or --append to add to them)`)
       }
     }
-    process.stderr.write(`seeding ${events} events over ${guilds} guilds and ${users} users, the ${SYNTHETIC_DAYS} days before ${end.toISOString()} (seed ${seed})\n`)
+    io.stderr.write(`seeding ${events} events over ${guilds} guilds and ${users} users, the ${SYNTHETIC_DAYS} days before ${end.toISOString()} (seed ${seed})\n`)
     const started = performance.now()
     const summary = await loadActivity(handle, syntheticActivity({ guilds, users, events, seed, end }), {
       replace: values.replace,
-      onProgress: (n) => process.stderr.write(`  ${n} events (${Math.round(n / ((performance.now() - started) / 1000))}/s)\n`)
+      onProgress: (n) => io.stderr.write(`  ${n} events (${Math.round(n / ((performance.now() - started) / 1000))}/s)\n`)
     })
-    console.log([
+    io.stdout.write(`${[
       `seeded ${summary.events} events in ${summary.seconds.toFixed(2)} s (${summary.eventsPerSecond} rows/s)${values.replace ? ', replacing all activity' : values.append ? ', added to the activity already there' : ''}`,
       `typing: ${summary.typing}, messages: ${summary.messages}; guilds: ${summary.guilds}, users: ${summary.users}, days: ${summary.days}`
-    ].join('\n'))
+    ].join('\n')}\n`)
   } finally {
     await handle.close()
   }
 })
+
+await runAsProgram(command, import.meta.url)

@@ -1,11 +1,12 @@
-import { CliError, commandLine, DATABASE_SETTINGS, openMigratedDatabase, runCli } from './cli.ts'
+import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } from './cli.ts'
+import { loadConfig } from '../lib/config.ts'
 import { setRole } from '../db/auth.ts'
 import { publishChange } from '../lib/change-feed.ts'
 import { PROFILE_CHANNEL } from '../lib/auth/profile-cache.ts'
 
 const usage = 'npm run user:role -- <providerId> ADMIN|USER'
 
-const { positionals } = commandLine({
+export const command = defineCommand({
   usage,
   positionals: ['<providerId>', 'ADMIN|USER'],
   help: `
@@ -18,19 +19,20 @@ options:
 
 ${DATABASE_SETTINGS}
   REDIS_URL      Redis to announce the change on (default: unset, servers notice it by polling)`
-}, { options: {} })
-
-await runCli(async () => {
+}, { options: {} }, async ({ positionals }, io) => {
   const [providerId, role] = positionals
   if (role !== 'ADMIN' && role !== 'USER') throw new CliError(`the role must be ADMIN or USER, not ${JSON.stringify(role)}; usage: ${usage} (see --help)`, 2)
-  const handle = await openMigratedDatabase()
+  const config = loadConfig(io.env)
+  const handle = await openMigratedDatabase(config)
   try {
-    const userId = await setRole(handle.db, providerId, role)
+    const userId = await setRole(handle.db, providerId!, role)
     if (!userId) throw new CliError(`no user with provider id ${providerId} (users appear after their first sign-in)`)
     // Running servers notice the change by their poll of users.updated_at; with Redis, at once.
-    await publishChange(process.env.REDIS_URL, PROFILE_CHANNEL, userId)
-    console.log(`user ${providerId} is now ${role}`)
+    await publishChange(config.REDIS_URL, PROFILE_CHANNEL, userId)
+    io.stdout.write(`user ${providerId} is now ${role}\n`)
   } finally {
     await handle.close()
   }
 })
+
+await runAsProgram(command, import.meta.url)

@@ -1,5 +1,6 @@
-import { randomBytes } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { createHash, randomBytes } from 'node:crypto'
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { createServer, type AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { resolve } from 'node:path'
@@ -12,6 +13,8 @@ import { loadConfig, type Config } from '../lib/config.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
 import { openKmlSource } from '../lib/kml/source.ts'
 import { importPlacemarks } from '../lib/import/placemarks.ts'
+import { seedSample } from '../db/sample/seed.ts'
+import { seedDemoActivityIfEmpty } from '../db/sample/activity.ts'
 
 export const projectRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
 export const vegasKmz = resolve(projectRoot, '..', 'shared', 'data', 'vegas-shooting-map.kmz')
@@ -46,11 +49,13 @@ const alive = (pid: number): boolean => {
 
 /**
  * One throw-away database per call, named after the test process (`test_<pid>_<random>`) and dropped
- * when the test ends. A test process killed before its teardown (a timeout) leaves its database behind:
- * the next call drops every such database whose process is gone, so none accumulate.
+ * when the test ends: empty, or (migrated) a copy of the run's migrated template, which costs the
+ * server a file copy instead of every migration. A test process killed before its teardown (a timeout)
+ * leaves its database behind: the next call drops every such database whose process is gone.
  */
-export async function createPostgresDatabase(t: Teardown): Promise<string> {
+export async function createPostgresDatabase(t: Teardown, options: { migrated?: boolean; sample?: boolean } = {}): Promise<string> {
   const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`
+  const template = options.migrated || options.sample ? await migratedTemplate(options.sample) : null
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()
   try {
@@ -58,43 +63,131 @@ export async function createPostgresDatabase(t: Teardown): Promise<string> {
     for (const { datname } of rows) {
       if (!alive(Number(datname.split('_')[1]))) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {})
     }
-    await admin.query(`CREATE DATABASE ${name}`)
+    await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`)
   } finally {
     await admin.end()
   }
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
   t.teardown(async () => {
     const c = new pg.Client({ connectionString: adminUrl })
     await c.connect()
     await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     await c.end()
   })
+  return databaseUrl(name)
+}
+
+function databaseUrl(name: string): string {
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
   return url.toString()
 }
 
-// One migrated, empty embedded database per test process, copied for each test: creating a PGlite
-// cluster takes about 3 s of CPU, loading a copy about 1 s.
+/**
+ * The run's templates: `test_template_<hash of the migration files>`, migrated and empty, and
+ * `test_sample_<hash>_<day>`, that plus the sample placemarks and the demo guild activity (which ends
+ * at the moment it is made, hence one a day). Each is made once by whichever test process needs it
+ * first (under an advisory lock, so concurrent test processes wait for the one that builds it) and
+ * kept between runs; templates of other migrations or days are dropped.
+ */
+const templates = new Map<string, Promise<string>>()
+function migratedTemplate(sample = false): Promise<string> {
+  const day = new Date().toISOString().slice(0, 10).replaceAll('-', '')
+  const name = sample ? `test_sample_${schemaHash()}_${day}` : `test_template_${schemaHash()}`
+  let made = templates.get(name)
+  if (!made) {
+    made = makeTemplate(name, sample ? 'test\\_sample\\_%' : 'test\\_template\\_%', async (url) => {
+      const handle = await openDatabase({ url, poolMax: 1 })
+      try {
+        await migrateToLatest(handle.db)
+        if (sample) {
+          await seedSample(handle)
+          await seedDemoActivityIfEmpty(handle)
+        }
+      } finally {
+        await handle.close()
+      }
+    }, sample ? migratedTemplate() : null)
+    templates.set(name, made)
+  }
+  return made
+}
+
+async function makeTemplate(name: string, family: string, fill: (url: string) => Promise<void>, from: Promise<string> | null): Promise<string> {
+  const base = from ? await from : null
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  try {
+    await admin.query('SELECT pg_advisory_lock(hashtext($1))', [family])
+    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE '${family}'`)
+    for (const { datname } of rows) if (datname !== name) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {})
+    if (!rows.some((r) => r.datname === name)) {
+      // Built under another name and renamed when whole: a process killed midway leaves no half template.
+      const building = `${name}_building`
+      await admin.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`)
+      await admin.query(`CREATE DATABASE ${building}${base ? ` TEMPLATE ${base}` : ''}`)
+      await fill(databaseUrl(building))
+      await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`)
+    }
+    return name
+  } finally {
+    await admin.query('SELECT pg_advisory_unlock(hashtext($1))', [family]).catch(() => {})
+    await admin.end()
+  }
+}
+
+// One migrated, empty embedded database per schema, copied for each test: creating a PGlite cluster
+// costs about 3 s of CPU, loading a copy about 1 s. The copy is kept in the system's temporary folder
+// between test processes and runs, named after the migrations and the PGlite version.
 let migratedPglite: Promise<Blob> | undefined
 function pgliteTemplate(): Promise<Blob> {
   return migratedPglite ??= (async () => {
+    const file = resolve(tmpdir(), `placemark-guild-pglite-${schemaHash()}-${pgliteVersion()}.tar`)
+    if (existsSync(file)) return new Blob([readFileSync(file)])
     const handle = await openDatabase({ pgliteDir: 'memory://' })
     try {
       await migrateToLatest(handle.db)
-      return await handle.dumpDataDir!()
+      const dump = await handle.dumpDataDir!()
+      // Written whole, then renamed: a reader never sees half a file.
+      const partial = `${file}.${process.pid}`
+      writeFileSync(partial, Buffer.from(await dump.arrayBuffer()))
+      renameSync(partial, file)
+      return dump
     } finally {
       await handle.close()
     }
   })()
 }
 
-// A migrated, empty database of the given kind, closed when the test ends.
-export async function openTestDatabase(t: Teardown, kind: DbKind): Promise<DatabaseHandle> {
+// The migration files' contents, hashed: a template of another schema is never used.
+function schemaHash(): string {
+  const dir = resolve(projectRoot, 'db', 'migrations')
+  const hash = createHash('sha256')
+  for (const file of readdirSync(dir).sort()) hash.update(file).update(readFileSync(resolve(dir, file)))
+  return hash.digest('hex').slice(0, 12)
+}
+
+const pgliteVersion = (): string => (JSON.parse(readFileSync(resolve(projectRoot, 'node_modules', '@electric-sql', 'pglite', 'package.json'), 'utf8')) as { version: string }).version
+
+export interface TestDatabaseOptions {
+  kind?: DbKind
+  // The sample placemarks (db/sample/sample.kml) and the demo guild activity, as a first embedded start has them.
+  sample?: boolean
+}
+
+/**
+ * A migrated database of the given kind (PostgreSQL unless said otherwise), empty or with the sample
+ * data, closed when the test ends.
+ */
+export async function openTestDatabase(t: Teardown, options: DbKind | TestDatabaseOptions = {}): Promise<DatabaseHandle> {
+  const { kind = 'postgres', sample = false } = typeof options === 'string' ? { kind: options } : options
   const handle = kind === 'postgres'
-    ? await openDatabase({ url: await createPostgresDatabase(t), poolMax: 5 })
+    ? await openDatabase({ url: await createPostgresDatabase(t, { migrated: true, sample }), poolMax: 5 })
     : await openDatabase({ pgliteDir: 'memory://', pgliteDataDir: await pgliteTemplate() })
-  await migrateToLatest(handle.db)
   t.teardown(() => handle.close())
+  if (sample && kind === 'pglite') {
+    await seedSample(handle)
+    await seedDemoActivityIfEmpty(handle)
+  }
   return handle
 }
 

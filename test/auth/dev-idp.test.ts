@@ -2,7 +2,7 @@ import t from 'tap'
 import { buildApp, freePort, openTestDatabase, testConfig } from '../helper.ts'
 
 t.test('the development identity provider signs a person in over real HTTP', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const probe = testConfig()
   t.equal(probe.devIdp, true)
   // The provider's URLs come from PUBLIC_URL, known before the server listens: take a free port first.

@@ -9,7 +9,7 @@ import { SessionClient, SessionEnded, type Tokens } from '../../examples/session
 async function setup(t: Test) {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildApp({ config: testConfig({}, idp.env()), db: handle })
   const refreshes = countRefreshes(app)
   t.teardown(() => app.close())

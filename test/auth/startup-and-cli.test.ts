@@ -1,5 +1,5 @@
 import t from 'tap'
-import { runScript } from '../support/run.ts'
+import { runScript, spawnScript } from '../support/run.ts'
 import { Writable } from 'node:stream'
 import { createServer, type AddressInfo } from 'node:net'
 import { loadConfig, ConfigError } from '../../lib/config.ts'
@@ -9,7 +9,6 @@ import { createPostgresDatabase, openTestDatabase, testConfig, testSecrets } fro
 import { StandInIdp } from '../support/idp-server.ts'
 import { openDatabase, migrateToLatest } from '../../db/index.ts'
 
-const run = runScript
 
 const production = {
   NODE_ENV: 'production', IDP_CLIENT_ID: 'c', IDP_CLIENT_SECRET: 's', IDP_REDIRECT_URI: 'https://app.example/cb', IDP_AUTHORIZE_URL: 'https://idp.example/a',
@@ -28,7 +27,7 @@ t.test('start-up refusals', async (t) => {
   t.equal(dev.devIdp, true)
   t.equal(dev.JWT_SECRET, undefined, 'development may run without secrets (random ones are generated)')
 
-  const refused = await run('server.ts', [], { ...production, JWT_SECRET: 'short', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' })
+  const refused = await spawnScript('server.ts', [], { ...production, JWT_SECRET: 'short', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' })
   t.equal(refused.code, 1)
   t.match(refused.stderr, /^error: invalid configuration|JWT_SECRET must be at least 32 characters/m)
   t.match(refused.stderr, /JWT_SECRET/)
@@ -40,7 +39,7 @@ t.test('a port already in use is one line that says so and what to do', async (t
   t.teardown(() => new Promise((resolve) => blocker.close(resolve)))
   const port = (blocker.address() as AddressInfo).port
   const url = await createPostgresDatabase(t)
-  const refused = await run('server.ts', [], { DATABASE_URL: url, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'development', LOG_LEVEL: 'silent', ...testSecrets })
+  const refused = await spawnScript('server.ts', [], { DATABASE_URL: url, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'development', LOG_LEVEL: 'silent', ...testSecrets })
   t.equal(refused.code, 1)
   t.equal(refused.stderr.trim(), `error: the server could not start: port ${port} on 127.0.0.1 is already in use (is the server already running?); stop that process or choose another port: PORT=${port + 1} npm start`)
 })
@@ -48,7 +47,7 @@ t.test('a port already in use is one line that says so and what to do', async (t
 t.test('logs carry no codes, tokens, secrets or Authorization values', async (t) => {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   let output = ''
   const stream = new Writable({ write(chunk, _enc, done) { output += chunk; done() } })
   const config = testConfig({}, { ...idp.env(), LOG_LEVEL: 'trace' })
@@ -77,12 +76,12 @@ t.test('user:role', async (t) => {
   const handle = await openDatabase({ url })
   await migrateToLatest(handle.db)
   await handle.db.insertInto('users').values({ provider_id: '555', username: 'x', discriminator: '1', avatar: null }).execute()
-  const ok = await run('scripts/user-role.ts', ['555', 'ADMIN'], { DATABASE_URL: url })
+  const ok = await runScript('scripts/user-role.ts', ['555', 'ADMIN'], { DATABASE_URL: url })
   t.equal(ok.code, 0, ok.stderr)
   t.equal((await handle.db.selectFrom('users').select('role').where('provider_id', '=', '555').executeTakeFirstOrThrow()).role, 'ADMIN')
-  const missing = await run('scripts/user-role.ts', ['999', 'ADMIN'], { DATABASE_URL: url })
+  const missing = await runScript('scripts/user-role.ts', ['999', 'ADMIN'], { DATABASE_URL: url })
   t.same([missing.code, missing.stderr.trim()], [1, 'error: no user with provider id 999 (users appear after their first sign-in)'])
-  const usage = await run('scripts/user-role.ts', ['555', 'ROOT'], { DATABASE_URL: url })
+  const usage = await runScript('scripts/user-role.ts', ['555', 'ROOT'], { DATABASE_URL: url })
   t.equal(usage.code, 2)
   await handle.close()
 })

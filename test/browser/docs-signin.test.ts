@@ -9,11 +9,11 @@ const artifacts = join(projectRoot, 'test-artifacts')
 
 t.test('sign in through the development provider, then use /api/docs with the token', async (t) => {
   mkdirSync(artifacts, { recursive: true })
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t, { sample: true })
   // The provider's URLs come from PUBLIC_URL, known before the server listens: take a free port first.
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
-  const app = await buildApp({ config: testConfig({ SEED_SAMPLE_DATA: true, PORT: port, PUBLIC_URL: base }), db: handle, logger: false })
+  const app = await buildApp({ config: testConfig({ PORT: port, PUBLIC_URL: base }), db: handle, logger: false })
   await app.listen({ port, host: '127.0.0.1' })
   t.teardown(() => app.close())
 

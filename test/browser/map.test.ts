@@ -18,8 +18,8 @@ const strictPolicy = (imgSources = '') =>
   `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:${imgSources}; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'`
 
 async function startApp(t: Test, overrides: Partial<Config>): Promise<{ app: FastifyInstance; base: string }> {
-  const handle = await openTestDatabase(t, 'pglite')
-  const app = await buildApp({ config: testConfig({ SEED_SAMPLE_DATA: true, ...overrides }), db: handle, logger: false })
+  const handle = await openTestDatabase(t, { sample: true })
+  const app = await buildApp({ config: testConfig({ ...overrides }), db: handle, logger: false })
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   return { app, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` }

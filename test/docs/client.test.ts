@@ -124,7 +124,7 @@ function typeErrors(file: string): string[] {
 }
 
 t.test('a TypeScript client generated from the document type-checks a program that calls every operation', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildApp({ config: testConfig(), db: handle, logger: false })
   await app.ready()
   t.teardown(() => app.close())

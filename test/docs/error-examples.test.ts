@@ -14,8 +14,8 @@ const ownStatuses = new Set(['400', '401', '403', '404', '502'])
 t.test('every error example of a route is an answer that route really gives', async (t) => {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
-  const handle = await openTestDatabase(t, 'pglite')
-  const app = await buildTestApp(t, handle, { SEED_SAMPLE_DATA: true }, idp.env())
+  const handle = await openTestDatabase(t, { sample: true })
+  const app = await buildTestApp(t, handle, {}, idp.env())
   const signIn = (await app.inject('/api/auth/identity?code=ok')).json()
   const bearer = { authorization: `Bearer ${signIn.accessToken as string}` }
   const box = 'min_lon=-115.18&min_lat=36.09&max_lon=-115.16&max_lat=36.11'

@@ -68,7 +68,7 @@ function invalidExamples(doc: Json): { checked: number; invalid: string[] } {
 }
 
 t.test('every example in the document validates against its own schema', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildApp({ config: testConfig(), db: handle, logger: false })
   await app.ready()
   t.teardown(() => app.close())

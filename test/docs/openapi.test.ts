@@ -15,9 +15,9 @@ const expectedPaths = [
 ]
 
 t.test('the served document is valid, follows the conventions on every route, and lists the seed\'s paths', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t, { sample: true })
   const collector = routeCollector()
-  const app = await buildApp({ config: testConfig({ SEED_SAMPLE_DATA: true }), db: handle, logger: false, onRoute: collector.onRoute })
+  const app = await buildApp({ config: testConfig({}), db: handle, logger: false, onRoute: collector.onRoute })
   await app.ready()
   t.teardown(() => app.close())
 
@@ -78,7 +78,7 @@ t.test('the served document is valid, follows the conventions on every route, an
 })
 
 t.test('a route without a description, an operationId or a documented error fails the check', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const collector = routeCollector()
   const app = await buildApp({ config: testConfig(), db: handle, logger: false, onRoute: collector.onRoute })
   // Registered beside the app, as a careless new route would be.
@@ -104,7 +104,7 @@ t.test('a route without a description, an operationId or a documented error fail
 
 t.test('the docs page is titled after the API and links the development sign-in when it is on', async (t) => {
   const page = async (config: ReturnType<typeof testConfig>) => {
-    const handle = await openTestDatabase(t, 'pglite')
+    const handle = await openTestDatabase(t)
     const app = await buildApp({ config, db: handle, logger: false })
     await app.ready()
     t.teardown(() => app.close())
@@ -125,8 +125,8 @@ t.test('the docs page is titled after the API and links the development sign-in 
 })
 
 t.test('the parameter examples work on the sample data', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
-  const app = await buildApp({ config: testConfig({ SEED_SAMPLE_DATA: true }), db: handle, logger: false })
+  const handle = await openTestDatabase(t, { sample: true })
+  const app = await buildApp({ config: testConfig({}), db: handle, logger: false })
   await app.ready()
   t.teardown(() => app.close())
   const doc = app.swagger() as unknown as { paths: Record<string, Record<string, { security?: object[]; parameters?: { name: string; in: string; example?: unknown }[] }>> }

@@ -2,7 +2,7 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
-import { createPostgresDatabase, dbKinds, openTestDatabase, projectRoot } from '../helper.ts'
+import { createPostgresDatabase, openTestDatabase, projectRoot } from '../helper.ts'
 import { runScript } from '../support/run.ts'
 import { openDatabase, migrateToLatest, type DatabaseHandle } from '../../db/index.ts'
 import { importPlacemarks, IMPORT_LOCK_KEY, SWAP_LOCK, type ImportOptions } from '../../lib/import/placemarks.ts'
@@ -145,7 +145,8 @@ t.test('two imports at once: one goes in, the other is refused clearly', async (
   await holder.query('SELECT pg_advisory_unlock($1)', [IMPORT_LOCK_KEY])
 })
 
-for (const kind of dbKinds) {
+// PostgreSQL here; the same behaviour on PGlite is test/db/pglite-contract.test.ts.
+for (const kind of ['postgres'] as const) {
   t.test(`${kind}: styles and folders go to the database in batches`, async (t) => {
     const handle = await openTestDatabase(t, kind)
     const folders = 12_000

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { parseEnv } from 'node:util'
 import pg from 'pg'
-import { runScript, runScriptIn } from '../support/run.ts'
+import { runScript, runScriptIn, spawnScript } from '../support/run.ts'
 import { buildTestApp, createPostgresDatabase, freePort, openTestDatabase, projectRoot } from '../helper.ts'
 import { ConfigSchema, loadConfig } from '../../lib/config.ts'
 import { trustProxySetting } from '../../app.ts'
@@ -104,7 +104,7 @@ t.test('seed:activity run twice refuses the second time without --replace or --a
 })
 
 t.test('GET / leads to the docs and is not in the OpenAPI document', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle)
   for (const method of ['GET', 'HEAD'] as const) {
     const res = await app.inject({ method, url: '/' })
@@ -186,7 +186,7 @@ t.test('.env: read from the working directory, the environment wins, a bad line 
   t.same([broken.code, broken.stderr], [1, 'error: .env line 2: expected NAME=value\n'], 'a syntax error: one line, exit 1')
   const help = await runScriptIn(dir, 'scripts/migrate.ts', ['--help'], unset)
   t.equal(help.code, 0, '--help answers even with a broken .env')
-  const server = await runScriptIn(dir, 'server.ts', [], unset)
+  const server = await spawnScript('server.ts', [], unset, dir)
   t.same([server.code, server.stderr], [1, 'error: .env line 2: expected NAME=value\n'], 'the server says the same')
 
   // The server takes its port from .env; the environment's LOG_LEVEL wins over the file's.

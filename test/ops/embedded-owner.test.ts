@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { freePort, projectRoot, testSecrets } from '../helper.ts'
-import { runScript, type Run } from '../support/run.ts'
+import { spawnScript, type Run } from '../support/run.ts'
 import { acquireEmbeddedLock, EmbeddedDatabaseInUse, LOCK_FILE, readOwner, type OwnerRecord } from '../../db/embedded-lock.ts'
 import { openDatabase } from '../../db/index.ts'
 
@@ -98,9 +98,9 @@ t.test('one owner of the embedded database, with real processes', async (t) => {
     const before = snapshot(dir)
     const env = embeddedEnv(dir, { PORT: String(await freePort()) })
     const [server, imported, migrated] = await Promise.all([
-      runScript('server.ts', [], env),
-      runScript('scripts/import.ts', ['test/fixtures/small.kml'], env),
-      runScript('scripts/migrate.ts', [], env)
+      spawnScript('server.ts', [], env),
+      spawnScript('scripts/import.ts', ['test/fixtures/small.kml'], env),
+      spawnScript('scripts/migrate.ts', [], env)
     ])
     oneLine(t, server, `error: the server could not start: ${inUse(dir, first.pid)}`, 'a second server')
     oneLine(t, imported, `error: ${inUse(dir, first.pid)}`, 'npm run import')
@@ -125,7 +125,7 @@ t.test('one owner of the embedded database, with real processes', async (t) => {
   await t.test('a command takes over a stale lock; the next server serves its import', async (t) => {
     const stale: OwnerRecord = { pid: await deadPid(), owner: 'the command scripts/import.ts', host: hostname(), since: new Date().toISOString(), nonce: 'stale' }
     writeFileSync(join(dir, LOCK_FILE), JSON.stringify(stale))
-    const run = await runScript('scripts/import.ts', ['test/fixtures/small.kml'], embeddedEnv(dir))
+    const run = await spawnScript('scripts/import.ts', ['test/fixtures/small.kml'], embeddedEnv(dir))
     t.equal(run.code, 0, `the command takes the stale lock over and imports (${run.stderr.trim().split('\n').pop()})`)
     t.match(run.stdout, /placemarks: 7 /)
     t.notOk(existsSync(join(dir, LOCK_FILE)), 'the command gave the directory up when it ended')

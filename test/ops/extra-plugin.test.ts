@@ -27,8 +27,8 @@ const recorder = fp(async (server: FastifyInstance, opts: { seen: Map<string, Se
 t.test('a plugin registered after the app sees and decorates every kind of answer', async (t) => {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
-  const handle = await openTestDatabase(t, 'pglite')
-  const config = testConfig({ SEED_SAMPLE_DATA: true, AUTH_RATE_LIMIT_MAX: 6 }, idp.env())
+  const handle = await openTestDatabase(t, { sample: true })
+  const config = testConfig({ AUTH_RATE_LIMIT_MAX: 6 }, idp.env())
   const server = Fastify({ ...serverOptions(config), logger: false })
   await server.register(fp(app, { name: 'app' }), { config, db: handle })
   const seen = new Map<string, Seen>()

@@ -52,8 +52,8 @@ const value = (samples: Sample[], name: string, labels: Record<string, string> =
 t.test('/metrics is Prometheus text whose series move with traffic', async (t) => {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
-  const handle = await openTestDatabase(t, 'pglite')
-  const app = await buildTestApp(t, handle, { SEED_SAMPLE_DATA: true, RATE_LIMIT_MAX: 3, REDIS_URL: redisUrl }, idp.env())
+  const handle = await openTestDatabase(t, { sample: true })
+  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 3, REDIS_URL: redisUrl }, idp.env())
   await app.boxIndex.idle()
   // Each step from an address of its own, so that the rate limit (3 a minute, shared in Redis) is reached only on purpose.
   const client = () => `10.21.${randomBytes(1)[0]}.${randomBytes(1)[0]}`
@@ -125,7 +125,7 @@ t.test('/metrics is Prometheus text whose series move with traffic', async (t) =
 t.test('the auth limit and sign-in blocks are counted', async (t) => {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle, { AUTH_RATE_LIMIT_MAX: 3, SIGNIN_MAX_FAILURES: 1 }, idp.env())
   const statuses = []
   for (let i = 0; i < 4; i++) statuses.push((await app.inject('/api/auth/identity?code=bad')).statusCode)
@@ -138,7 +138,7 @@ t.test('the auth limit and sign-in blocks are counted', async (t) => {
 })
 
 t.test('METRICS=false serves no /metrics; METRICS_PORT serves it on its own port only', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const off = await buildTestApp(t, handle, { METRICS: false })
   const res = await off.inject('/metrics')
   t.equal(res.statusCode, 404)

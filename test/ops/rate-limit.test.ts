@@ -6,7 +6,7 @@ import { durationMs } from '../../lib/duration.ts'
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
 t.test('global limit per IP with the contract body and headers', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 3, RATE_LIMIT_WINDOW: '1 minute' })
   for (let i = 0; i < 3; i++) {
     const res = await app.inject('/api/v1/folders')
@@ -24,7 +24,7 @@ t.test('global limit per IP with the contract body and headers', async (t) => {
 })
 
 t.test('every answer of a limited route carries the headers: miss, hit, 304, error, 429', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 6, RATE_LIMIT_WINDOW: '1 minute' })
   const miss = await app.inject('/api/v1/stats')
   const hit = await app.inject('/api/v1/stats')
@@ -44,7 +44,7 @@ t.test('every answer of a limited route carries the headers: miss, hit, 304, err
 })
 
 t.test('TRUST_PROXY decides which address is the client', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 1, TRUST_PROXY: 'true' })
   t.equal((await app.inject({ url: '/api/v1/folders', headers: { 'x-forwarded-for': '203.0.113.1' } })).statusCode, 200)
   t.equal((await app.inject({ url: '/api/v1/folders', headers: { 'x-forwarded-for': '203.0.113.1' } })).statusCode, 429)
@@ -72,7 +72,7 @@ t.test('two instances sharing Redis share one budget', async (t) => {
 })
 
 t.test('the auth routes have their own budget; windows end; a bad window refuses to start', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 5, AUTH_RATE_LIMIT_MAX: 2, RATE_LIMIT_WINDOW: '400' })
   const codes = []
   for (let i = 0; i < 3; i++) codes.push((await app.inject('/api/auth/me')).statusCode)
@@ -102,7 +102,7 @@ t.test('one duration parser for every lifetime and window setting', async (t) =>
 })
 
 t.test('IPv6 clients are counted by their /64', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 2 })
   const codes = []
   for (const address of ['2001:db8:1:2::1', '2001:db8:1:2::ffff', '2001:db8:1:2:aaaa::3']) {

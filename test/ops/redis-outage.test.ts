@@ -6,7 +6,7 @@ t.test('a Redis that silently stops answering is skipped within seconds, not wai
   const proxy = new TcpProxy(6379)
   await proxy.start()
   t.teardown(() => proxy.stop())
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 1000, REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_COMMAND_TIMEOUT_MS: 500 })
   // A client address of this run only: the budget in the shared Redis starts full.
   const remoteAddress = `10.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`

@@ -19,8 +19,8 @@ t.test('the map tiles\' origin in the policy', async (t) => {
 })
 
 t.test('security headers and the request id on every kind of answer', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
-  const app = await buildTestApp(t, handle, { SEED_SAMPLE_DATA: true, RATE_LIMIT_MAX: 4, MAP_TILE_URL: 'https://{s}.tile.example.org/{z}/{x}/{y}.png' })
+  const handle = await openTestDatabase(t, { sample: true })
+  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 4, MAP_TILE_URL: 'https://{s}.tile.example.org/{z}/{x}/{y}.png' })
   const own = (n: number) => ({ remoteAddress: `10.30.0.${n}` })
   const hit = await app.inject({ url: '/api/v1/stats', ...own(1) })
   const cases: Record<string, InjectOptions & { status: number }> = {
@@ -62,7 +62,7 @@ t.test('security headers and the request id on every kind of answer', async (t) 
 })
 
 t.test('SECURITY_HEADERS=false leaves the headers out, the request id stays', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle, { SECURITY_HEADERS: false })
   const res = await app.inject('/api/v1/folders')
   t.equal(res.statusCode, 200)
@@ -72,7 +72,7 @@ t.test('SECURITY_HEADERS=false leaves the headers out, the request id stays', as
 })
 
 t.test('an incoming x-request-id is kept when it is safe, replaced otherwise (real HTTP)', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   // The 400 below, the miss and the hit use up the budget of 3; the fourth is refused.
   const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 3 })
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -120,7 +120,7 @@ t.test('the headers are the ones helmet\'s own middleware sets for the same opti
     t.ok(Object.keys(expected).length >= 9, 'helmet set its headers')
     t.same(helmetHeaders(helmetOptions(tiles)), expected, `the set computed once, tiles ${tiles ?? 'none'}`)
 
-    const handle = await openTestDatabase(t, 'pglite')
+    const handle = await openTestDatabase(t)
     const app = await buildTestApp(t, handle, tiles ? { MAP_TILE_URL: tiles } : {})
     for (const url of ['/api/v1/folders', '/nowhere', '/api/docs']) {
       const res = await app.inject(url)

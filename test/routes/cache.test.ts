@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createReadStream } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
-import { buildApp, buildTestApp, dbKinds, openTestDatabase, projectRoot, testConfig } from '../helper.ts'
+import { buildApp, buildTestApp, openTestDatabase, projectRoot, testConfig } from '../helper.ts'
 import { importPlacemarks } from '../../lib/import/placemarks.ts'
 import { join } from 'node:path'
 import { HttpError } from '../../lib/errors.ts'
@@ -47,7 +47,7 @@ t.test('dataset responses are cached per URL and invalidated by an import', asyn
 })
 
 t.test('concurrent misses of one URL share one computation', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildApp({ config: testConfig(), db: handle, logger: false })
   t.teardown(() => app.close())
   let runs = 0
@@ -110,7 +110,8 @@ t.test('concurrent misses of one URL share one computation', async (t) => {
   t.equal(runs, 4)
 })
 
-for (const kind of dbKinds) {
+// PostgreSQL here; the same behaviour on PGlite is test/db/pglite-contract.test.ts.
+for (const kind of ['postgres'] as const) {
   t.test(`an import is served the moment it commits, HEAD included, on ${kind}`, async (t) => {
     const handle = await openTestDatabase(t, kind)
     const sample = join(projectRoot, 'db/sample/sample.kml')
@@ -140,7 +141,7 @@ for (const kind of dbKinds) {
 }
 
 t.test('dataset routes refuse unknown query parameters and honour Accept-Encoding q-values', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   await importPlacemarks(handle, createReadStream(join(projectRoot, 'db/sample/sample.kml')), { timeZone: 'UTC', source: 'sample.kml' })
   const app = await buildTestApp(t, handle)
   for (const url of ['/api/v1/stats?fresh=1', '/api/v1/placemarks?limit=5&page=2', '/api/v1/folders?x', '/api/v1/timeline?cachebust=1']) {

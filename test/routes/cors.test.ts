@@ -2,7 +2,7 @@ import t from 'tap'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 
 t.test('CORS', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle)
   const local = 'http://localhost:5173'
 

@@ -107,7 +107,7 @@ t.test('features spliced from serialized summaries equal features written from t
 })
 
 t.test('GeoJSON answers on the small fixture', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   await importPlacemarks(handle, createReadStream(small), { timeZone: 'America/Los_Angeles', source: 'small.kml' })
   const app = await buildTestApp(t, handle)
 

@@ -26,8 +26,8 @@ const url = (path: string, query: Record<string, string>) => {
 t.test('hostile parameter values answer 400 on every route, never 500', async (t) => {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
-  const handle = await openTestDatabase(t, 'pglite')
-  const app = await buildTestApp(t, handle, { SEED_SAMPLE_DATA: true }, idp.env())
+  const handle = await openTestDatabase(t, { sample: true })
+  const app = await buildTestApp(t, handle, {}, idp.env())
   idp.user = { id: '6', username: 'admin', discriminator: '1', avatar: null }
   idp.guilds = []
   t.equal((await app.inject('/api/auth/identity?code=ok')).statusCode, 200)
@@ -96,8 +96,8 @@ t.test('hostile parameter values answer 400 on every route, never 500', async (t
 })
 
 t.test('errors raised by the framework keep {error, message} and the CORS headers', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
-  const app = await buildTestApp(t, handle, { SEED_SAMPLE_DATA: true })
+  const handle = await openTestDatabase(t, { sample: true })
+  const app = await buildTestApp(t, handle, {})
   const origin = 'http://localhost:5173'
   const cases: { name: string; req: InjectOptions; status: number }[] = [
     { name: 'a path parameter past the router limit', req: { url: `/api/v1/placemarks/${'1'.repeat(200)}` }, status: 414 },
@@ -133,9 +133,9 @@ async function rawExchange(port: number, write: (socket: net.Socket) => void, ms
 }
 
 t.test('HTTP parser errors and slow requests answer {error, message} and close', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t, { sample: true })
   const port = await freePort()
-  const app = await buildApp({ config: testConfig({ SEED_SAMPLE_DATA: true, PORT: port, REQUEST_TIMEOUT_MS: 1500 }), db: handle, logger: false })
+  const app = await buildApp({ config: testConfig({ PORT: port, REQUEST_TIMEOUT_MS: 1500 }), db: handle, logger: false })
   await app.listen({ port, host: '127.0.0.1' })
   t.teardown(() => app.close())
 
@@ -163,7 +163,7 @@ t.test('HTTP parser errors and slow requests answer {error, message} and close',
 })
 
 t.test('connections past MAX_CONNECTIONS are closed, and slow ones do not hold up closing', async (t) => {
-  const handle = await openTestDatabase(t, 'pglite')
+  const handle = await openTestDatabase(t)
   const port = await freePort()
   const app = await buildApp({ config: testConfig({ PORT: port, MAX_CONNECTIONS: 20, REQUEST_TIMEOUT_MS: 60_000, SHUTDOWN_GRACE_MS: 1000 }), db: handle, logger: false })
   await app.listen({ port, host: '127.0.0.1' })

@@ -1,12 +1,13 @@
 import t from 'tap'
 import { createReadStream } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { buildTestApp, dbKinds, openTestDatabase } from '../helper.ts'
+import { buildTestApp, openTestDatabase } from '../helper.ts'
 import { importPlacemarks } from '../../lib/import/placemarks.ts'
 
 const fixture = fileURLToPath(new URL('../fixtures/small.kml', import.meta.url))
 
-for (const kind of dbKinds) {
+// PostgreSQL here; the same behaviour on PGlite is test/db/pglite-contract.test.ts.
+for (const kind of ['postgres'] as const) {
   t.test(`placemark API on ${kind}`, async (t) => {
     const handle = await openTestDatabase(t, kind)
     const summary = await importPlacemarks(handle, createReadStream(fixture), { timeZone: 'America/Los_Angeles', source: 'small.kml' })

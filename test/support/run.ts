@@ -1,28 +1,52 @@
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { projectRoot } from '../helper.ts'
+import { runCommand, type Command } from '../../scripts/cli.ts'
 
 export interface Run { code: number | null; stdout: string; stderr: string }
 
-// Runs one of the project's TypeScript scripts as a user would, capturing its output.
-export function runScript(script: string, args: string[], env: Record<string, string | undefined>): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => { stdout += d })
-    child.stderr.on('data', (d) => { stderr += d })
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
+type Env = Record<string, string | undefined>
+
+// The process's environment with the test's changes (undefined removes a variable).
+const environment = (env: Env): Env => {
+  const merged: Env = { ...process.env, ...env }
+  for (const [name, value] of Object.entries(merged)) if (value === undefined) delete merged[name]
+  return merged
+}
+
+/**
+ * Runs one of the project's commands (scripts/*.ts) in this process, as `npm run` would in `cwd` with
+ * this environment, capturing what it writes; answers its exit code. The command's own code path from
+ * its arguments to its exit code, with none of a new process's start-up.
+ */
+export async function runScriptIn(cwd: string, script: string, args: string[], env: Env, options: { isTTY?: boolean } = {}): Promise<Run> {
+  const { command } = await import(pathToFileURL(join(projectRoot, script)).href) as { command: Command<never> }
+  let stdout = ''
+  let stderr = ''
+  const code = await runCommand(command, args, {
+    stdout: { write: (text: string) => { stdout += text }, isTTY: options.isTTY ?? false },
+    stderr: { write: (text: string) => { stderr += text }, isTTY: options.isTTY ?? false },
+    env: environment(env),
+    cwd
   })
+  return { code, stdout, stderr }
+}
+
+export function runScript(script: string, args: string[], env: Env, options: { isTTY?: boolean } = {}): Promise<Run> {
+  return runScriptIn(projectRoot, script, args, env, options)
 }
 
 // tsx by its full address, for scripts run from another working directory (where `--import tsx` would not resolve).
 const tsxLoader = import.meta.resolve('tsx')
 
-/** Runs one of the project's scripts with `cwd` as its working directory (to read a `.env` there). */
-export function runScriptIn(cwd: string, script: string, args: string[], env: Record<string, string | undefined>): Promise<Run> {
+/**
+ * Runs one of the project's scripts as its own Node process, as a user would: for what only a process
+ * shows (its exit, signals, a lock held by another process, a terminal).
+ */
+export function spawnScript(script: string, args: string[], env: Env, cwd = projectRoot): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', tsxLoader, join(projectRoot, script), ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--import', tsxLoader, join(projectRoot, script), ...args], { cwd, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => { stdout += d })
