@@ -22,7 +22,7 @@ export interface AppOptions {
 }
 
 // TRUST_PROXY: true/false, a hop count, or a comma-separated list of proxy addresses/CIDRs.
-export function trustProxySetting(value: string | undefined): FastifyServerOptions['trustProxy'] {
+export function trustProxySetting (value: string | undefined): FastifyServerOptions['trustProxy'] {
   if (value === undefined || value === '' || value === 'false') return false
   if (value === 'true') return true
   if (/^\d+$/.test(value)) {
@@ -33,7 +33,7 @@ export function trustProxySetting(value: string | undefined): FastifyServerOptio
 }
 
 /** The Fastify server options the app is built for: the process entry and the tests both use them. */
-export function serverOptions(config: Config): FastifyHttpOptions<Server> {
+export function serverOptions (config: Config): FastifyHttpOptions<Server> {
   return {
     logger: loggerOptions(config.LOG_LEVEL),
     childLoggerFactory: requestChildLogger,
@@ -72,7 +72,7 @@ export function serverOptions(config: Config): FastifyHttpOptions<Server> {
  * options (plugins/external), the app's own decorators (plugins/app), then the routes, whose folders
  * carry their policy in autohooks.ts files.
  */
-export default async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
+export default async function app (fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(configPlugin, { config: opts.config })
   await fastify.register(requestIdPlugin)
   // Connections past the limit are closed as they arrive, before they can exhaust file descriptors.

@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from './lib/config.ts'
 import { EnvFileError, loadEnvFile } from './lib/env-file.ts'
 import { browserUrl, startupMessage } from './lib/logger.ts'
 
-async function main(): Promise<void> {
+async function main (): Promise<void> {
   let config
   try {
     // .env fills in what the environment does not set; the environment wins.
@@ -43,8 +43,8 @@ async function main(): Promise<void> {
       process.exit(1)
     }
   }
-  process.on('SIGTERM', () => void shutdown('SIGTERM'))
-  process.on('SIGINT', () => void shutdown('SIGINT'))
+  process.on('SIGTERM', () => { void shutdown('SIGTERM') })
+  process.on('SIGINT', () => { void shutdown('SIGINT') })
   await server.listen({ port: config.PORT, host: config.HOST })
   const base = browserUrl(process.env.PUBLIC_URL ? config.PUBLIC_URL : undefined, server.server.address())
   server.log.info(`${startupMessage(base, config.devIdp)} — map ${base}/map`)

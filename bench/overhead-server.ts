@@ -14,11 +14,10 @@ import fp from 'fastify-plugin'
 import { pathToFileURL } from 'node:url'
 import app, { serverOptions } from '../app.ts'
 import { loadConfig } from '../lib/config.ts'
-import { strictValidatorFactory } from '../lib/validation.ts'
 import { migrateToLatest, openDatabase } from '../db/index.ts'
 import configPlugin from '../plugins/app/config.ts'
 import errorsPlugin from '../plugins/app/errors.ts'
-import requestIdPlugin, { genReqId } from '../plugins/app/request-id.ts'
+import requestIdPlugin from '../plugins/app/request-id.ts'
 import dbPlugin from '../plugins/app/db.ts'
 import datasetCachePlugin from '../plugins/app/dataset-cache.ts'
 import authPlugin from '../plugins/app/auth.ts'
@@ -36,20 +35,32 @@ export const PATH = '/answer'
 
 // The stats answer's shape and size (about 330 bytes).
 const ANSWER = {
-  total_placemarks: 57, total_styles: 12,
+  total_placemarks: 57,
+  total_styles: 12,
   geometry_types: { LineString: 6, Point: 43, Polygon: 8 },
   top_folders: { Downtown: 14, 'The Strip': 11, 'Parks and trails': 9, Museums: 7, Restaurants: 6, Hotels: 5, Shows: 3, Transit: 2 }
 }
 const ANSWER_BYTES = Buffer.from(JSON.stringify(ANSWER))
 
 const env = {
-  NODE_ENV: 'production', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', PGLITE_DIR: 'memory://', RATE_LIMIT_MAX: '1000000000',
-  JWT_SECRET: 'overhead-access-secret-0123456789abcdefghijkl', JWT_REFRESH_SECRET: 'overhead-refresh-secret-0123456789abcdefghijk',
-  IDP_CLIENT_ID: 'bench', IDP_CLIENT_SECRET: 'bench', IDP_REDIRECT_URI: 'http://127.0.0.1/cb', IDP_AUTHORIZE_URL: 'http://127.0.0.1/a',
-  IDP_TOKEN_URL: 'http://127.0.0.1/t', IDP_USER_URL: 'http://127.0.0.1/u', IDP_GUILDS_URL: 'http://127.0.0.1/g', PUBLIC_URL: 'http://127.0.0.1'
+  NODE_ENV: 'production',
+  LOG_LEVEL: 'warn',
+  LOG_FORMAT: 'json',
+  PGLITE_DIR: 'memory://',
+  RATE_LIMIT_MAX: '1000000000',
+  JWT_SECRET: 'overhead-access-secret-0123456789abcdefghijkl',
+  JWT_REFRESH_SECRET: 'overhead-refresh-secret-0123456789abcdefghijk',
+  IDP_CLIENT_ID: 'bench',
+  IDP_CLIENT_SECRET: 'bench',
+  IDP_REDIRECT_URI: 'http://127.0.0.1/cb',
+  IDP_AUTHORIZE_URL: 'http://127.0.0.1/a',
+  IDP_TOKEN_URL: 'http://127.0.0.1/t',
+  IDP_USER_URL: 'http://127.0.0.1/u',
+  IDP_GUILDS_URL: 'http://127.0.0.1/g',
+  PUBLIC_URL: 'http://127.0.0.1'
 }
 
-async function piecesServer(pieces: Set<Piece>): Promise<{ server: FastifyInstance; token?: string }> {
+async function piecesServer (pieces: Set<Piece>): Promise<{ server: FastifyInstance; token?: string }> {
   const config = loadConfig({
     ...env,
     SECURITY_HEADERS: String(pieces.has('headers')),
@@ -102,7 +113,7 @@ async function piecesServer(pieces: Set<Piece>): Promise<{ server: FastifyInstan
   return { server, token }
 }
 
-async function appServer(): Promise<FastifyInstance> {
+async function appServer (): Promise<FastifyInstance> {
   const config = loadConfig({ ...env, SEED_SAMPLE_DATA: 'true' })
   const server = Fastify(serverOptions(config))
   await server.register(fp(app, { name: 'app' }), { config })
@@ -110,26 +121,31 @@ async function appServer(): Promise<FastifyInstance> {
   return server
 }
 
-function bareFastify(options: FastifyServerOptions = { logger: false }): FastifyInstance {
+function bareFastify (options: FastifyServerOptions = { logger: false }): FastifyInstance {
   const server = Fastify(options)
   server.get(PATH, (_request, reply) => { reply.type('application/json; charset=utf-8').send(ANSWER_BYTES) })
   return server
 }
 
-async function main(): Promise<void> {
+async function main (): Promise<void> {
   const [variant = 'pieces', ...names] = process.argv.slice(2)
   const unknown = names.filter((n) => !(PIECES as readonly string[]).includes(n))
   if (unknown.length) throw new Error(`unknown pieces: ${unknown.join(', ')}`)
   const config = () => loadConfig(env)
-  const built = variant === 'app' ? { server: await appServer() }
-    : variant === 'fastify' ? { server: bareFastify() }
+  const variants: Record<string, () => Promise<{ server: FastifyInstance; token?: string }>> = {
+    app: async () => ({ server: await appServer() }),
+    fastify: async () => ({ server: bareFastify() }),
     // Experiments on the base: bare Fastify with the app's logger, or with the app's options but no logger.
-    : variant === 'fastify-logger' ? { server: bareFastify({ logger: serverOptions(config()).logger, childLoggerFactory: serverOptions(config()).childLoggerFactory }) }
-    : variant === 'fastify-options' ? { server: bareFastify({ ...serverOptions(config()), logger: false, genReqId: undefined }) }
-    : await piecesServer(new Set(names as Piece[]))
+    'fastify-logger': async () => ({ server: bareFastify({ logger: serverOptions(config()).logger, childLoggerFactory: serverOptions(config()).childLoggerFactory }) }),
+    'fastify-options': async () => ({ server: bareFastify({ ...serverOptions(config()), logger: false, genReqId: undefined }) }),
+    pieces: () => piecesServer(new Set(names as Piece[]))
+  }
+  const build = variants[variant]
+  if (!build) throw new Error(`unknown variant ${variant}`)
+  const built = await build()
   await built.server.listen({ port: 0, host: '127.0.0.1' })
   const address = built.server.server.address()
-  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0, token: 'token' in built ? built.token : undefined })}\n`)
+  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0, token: built.token })}\n`)
 }
 
 // Run as a program; imported (by bench/overhead.ts), it only lends its names.

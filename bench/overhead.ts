@@ -10,6 +10,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { availableParallelism } from 'node:os'
+import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { join } from 'node:path'
@@ -42,27 +43,26 @@ if (values.only) {
 
 interface Running { variant: Variant; child: ChildProcess; base: string; token?: string; user: number[]; system: number[]; rps: number[] }
 
-async function start(variant: Variant): Promise<Running> {
+async function start (variant: Variant): Promise<Running> {
   // With two cores or more, the servers run on one and the load generator on another, so that neither
   // steals the other's time slices and each turn measures the server alone.
   const args = ['--import', 'tsx', join(projectRoot, 'bench', 'overhead-server.ts'), ...variant.args]
   const child = spawn(pinned ? 'taskset' : process.execPath, pinned ? ['-c', '1', process.execPath, ...args] : args, {
     cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH }
   })
-  for await (const line of createInterface({ input: child.stdout! })) {
-    const { port, token } = JSON.parse(line) as { port: number; token?: string }
-    return { variant, child, base: `http://127.0.0.1:${port}`, token, user: [], system: [], rps: [] }
-  }
-  throw new Error(`${variant.name}: the server exited before listening`)
+  const lines = createInterface({ input: child.stdout! })
+  const [line] = await Promise.race([once(lines, 'line'), once(lines, 'close').then(() => { throw new Error(`${variant.name}: the server exited before listening`) })]) as [string]
+  const { port, token } = JSON.parse(line) as { port: number; token?: string }
+  return { variant, child, base: `http://127.0.0.1:${port}`, token, user: [], system: [], rps: [] }
 }
 
 // CPU seconds a process has used so far in user and system time, from /proc.
-function cpuSeconds(pid: number): { user: number; system: number } {
+function cpuSeconds (pid: number): { user: number; system: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
   return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }
 }
 
-async function turn(server: Running, seconds: number): Promise<{ user: number; system: number; rps: number }> {
+async function turn (server: Running, seconds: number): Promise<{ user: number; system: number; rps: number }> {
   const headers = server.token ? { authorization: `Bearer ${server.token}` } : undefined
   const before = cpuSeconds(server.child.pid!)
   const result = await autocannon({ url: server.base + server.variant.path, connections: CONNECTIONS, duration: seconds, headers })

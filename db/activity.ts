@@ -31,7 +31,7 @@ export interface GhostQuery {
  * Whether the user may read the guild's analytics, from the stored role and guild list as they are
  * now (one lookup): a role taken away by `user:role` applies to the next request on every instance.
  */
-export async function canReadGuild(db: Db, who: { userId: string; guildId: string }): Promise<boolean> {
+export async function canReadGuild (db: Db, who: { userId: string; guildId: string }): Promise<boolean> {
   const row = await db.selectFrom('users')
     .leftJoin('user_guilds', (j) => j.onRef('user_guilds.user_id', '=', 'users.id').on('user_guilds.guild_id', '=', who.guildId))
     .select(['users.role', 'user_guilds.owner', 'user_guilds.permissions'])
@@ -43,7 +43,7 @@ export async function canReadGuild(db: Db, who: { userId: string; guildId: strin
 }
 
 // A malformed stored bit set grants nothing rather than failing the request.
-function permissionBits(permissions: string): bigint {
+function permissionBits (permissions: string): bigint {
   if (!/^\d+$/.test(permissions)) return 0n
   return BigInt(permissions)
 }
@@ -65,7 +65,7 @@ const isoOrInfinity = (ms: number): string => (ms > MAX_INSTANT ? 'infinity' : n
  * The order uses the score as a double: a correctly rounded division of integers, so equal ratios
  * are equal doubles and, for counts below 2^26, different ratios are different doubles.
  */
-export async function ghostsForGuild(db: Db, q: GhostQuery): Promise<Ghost[]> {
+export async function ghostsForGuild (db: Db, q: GhostQuery): Promise<Ghost[]> {
   type Row = { user_id: string; username: string; t: number | string; m: number | string }
   let rows: Row[]
   if (!q.since) {

@@ -8,7 +8,7 @@ type Db = Kysely<Database>
 export type UserRow = Selectable<UserTable>
 
 /** Upserts the user by provider id and replaces the stored guild list, in one transaction. */
-export async function saveSignIn(db: Db, user: IdpUser, guilds: IdpGuild[]): Promise<UserRow> {
+export async function saveSignIn (db: Db, user: IdpUser, guilds: IdpGuild[]): Promise<UserRow> {
   return db.transaction().execute(async (trx) => {
     const row = await trx.insertInto('users')
       .values({ provider_id: user.id, username: user.username, discriminator: user.discriminator, avatar: user.avatar })
@@ -31,7 +31,7 @@ export async function saveSignIn(db: Db, user: IdpUser, guilds: IdpGuild[]): Pro
 // A session ends with its refresh token, never past its absolute lifetime (maxAgeMs from its sign-in).
 const sessionEnd = (tokenExpiry: Date, createdAt: number, maxAgeMs: number) => new Date(Math.min(tokenExpiry.getTime(), createdAt + maxAgeMs))
 
-export async function createSession(db: Db, s: { userId: string; tokenHash: string; expiresAt: Date; userAgent: string | null; ip: string | null }, maxAgeMs: number): Promise<string> {
+export async function createSession (db: Db, s: { userId: string; tokenHash: string; expiresAt: Date; userAgent: string | null; ip: string | null }, maxAgeMs: number): Promise<string> {
   const id = randomUUID()
   const end = sessionEnd(s.expiresAt, Date.now(), maxAgeMs)
   await db.transaction().execute(async (trx) => {
@@ -50,7 +50,7 @@ export type RotateResult =
  * Spends a refresh token and records its successor, atomically: of two requests with the same token
  * only one can win. A token already spent means it was copied: the caller revokes the session.
  */
-export async function rotateRefreshToken(db: Db, oldHash: string, next: { tokenHash: string; expiresAt: Date }, maxAgeMs: number): Promise<RotateResult> {
+export async function rotateRefreshToken (db: Db, oldHash: string, next: { tokenHash: string; expiresAt: Date }, maxAgeMs: number): Promise<RotateResult> {
   return db.transaction().execute(async (trx) => {
     const spent = await trx.updateTable('refresh_tokens').set({ rotated_at: sql`now()` })
       .where('token_hash', '=', oldHash).where('rotated_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
@@ -73,7 +73,7 @@ export async function rotateRefreshToken(db: Db, oldHash: string, next: { tokenH
 }
 
 // Revokes a session; with userId, only when it belongs to that user. Returns whether a live session was revoked.
-export async function revokeSession(db: Db, sessionId: string, reason: string, userId?: string): Promise<boolean> {
+export async function revokeSession (db: Db, sessionId: string, reason: string, userId?: string): Promise<boolean> {
   let q = db.updateTable('sessions').set({ revoked_at: sql`now()`, revoked_reason: reason })
     .where('id', '=', sessionId).where('revoked_at', 'is', null)
   if (userId) q = q.where('user_id', '=', userId)
@@ -81,12 +81,12 @@ export async function revokeSession(db: Db, sessionId: string, reason: string, u
   return Number(res.numUpdatedRows) > 0
 }
 
-export async function sessionOwner(db: Db, sessionId: string): Promise<{ user_id: string; revoked: boolean } | undefined> {
+export async function sessionOwner (db: Db, sessionId: string): Promise<{ user_id: string; revoked: boolean } | undefined> {
   const row = await db.selectFrom('sessions').select(['user_id', 'revoked_at']).where('id', '=', sessionId).executeTakeFirst()
   return row ? { user_id: row.user_id, revoked: row.revoked_at !== null } : undefined
 }
 
-export async function liveSessions(db: Db, userId: string) {
+export async function liveSessions (db: Db, userId: string) {
   return db.selectFrom('sessions').select(['id', 'created_at', 'last_used_at', 'expires_at', 'user_agent', 'ip'])
     .where('user_id', '=', userId).where('revoked_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
     .orderBy('created_at', 'desc').execute()
@@ -94,7 +94,7 @@ export async function liveSessions(db: Db, userId: string) {
 
 export type UserWithGuilds = NonNullable<Awaited<ReturnType<typeof userWithGuilds>>>
 
-export async function userWithGuilds(db: Db, userId: string) {
+export async function userWithGuilds (db: Db, userId: string) {
   const user = await db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst()
   if (!user) return undefined
   const guilds = await db.selectFrom('user_guilds').select(['guild_id', 'name', 'icon', 'owner', 'permissions'])
@@ -103,7 +103,7 @@ export async function userWithGuilds(db: Db, userId: string) {
 }
 
 // Returns the user's id, or undefined when no user has that provider id.
-export async function setRole(db: Db, providerId: string, role: Role): Promise<string | undefined> {
+export async function setRole (db: Db, providerId: string, role: Role): Promise<string | undefined> {
   const row = await db.updateTable('users').set({ role, updated_at: sql`now()` }).where('provider_id', '=', providerId).returning('id').executeTakeFirst()
   return row?.id
 }
@@ -116,7 +116,7 @@ export const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
  * one is kept until then so that its reuse is still recognised). In batches, so that no single
  * statement holds many locks. Returns the numbers deleted.
  */
-export async function pruneAuthRecords(db: Db, retentionMs: number, batch = 5000): Promise<{ sessions: number; refreshTokens: number }> {
+export async function pruneAuthRecords (db: Db, retentionMs: number, batch = 5000): Promise<{ sessions: number; refreshTokens: number }> {
   const cutoff = sql<Date>`now() - make_interval(secs => ${retentionMs / 1000})`
   const sessions = await deleteInBatches(db, batch, sql`DELETE FROM sessions WHERE id IN (
     SELECT id FROM sessions WHERE expires_at < ${cutoff} OR revoked_at < ${cutoff} LIMIT ${batch})`)
@@ -126,7 +126,7 @@ export async function pruneAuthRecords(db: Db, retentionMs: number, batch = 5000
 }
 
 // Runs a DELETE limited to `batch` rows until it deletes fewer; the total deleted.
-async function deleteInBatches(db: Db, batch: number, statement: RawBuilder<unknown>): Promise<number> {
+async function deleteInBatches (db: Db, batch: number, statement: RawBuilder<unknown>): Promise<number> {
   let total = 0
   for (;;) {
     const n = Number((await statement.execute(db)).numAffectedRows ?? 0)

@@ -11,7 +11,7 @@ export const DATASET_CHANNEL = 'dataset_changed'
  * may have been missed (the listening connection was lost) and the version must be read again.
  * Resolves to a function that stops listening.
  */
-export function listenDatasetChanges(
+export function listenDatasetChanges (
   handle: DatabaseHandle,
   onChange: (version: number | null) => void,
   onError?: (err: unknown) => void
@@ -19,7 +19,7 @@ export function listenDatasetChanges(
   return handle.listen(DATASET_CHANNEL, (payload) => onChange(parseVersion(payload)), onError)
 }
 
-function parseVersion(payload: string): number | null {
+function parseVersion (payload: string): number | null {
   const version = Number(payload)
   return payload !== '' && Number.isSafeInteger(version) ? version : null
 }

@@ -29,12 +29,18 @@ export type OwnerState = 'alive' | 'dead' | 'elsewhere'
 
 export class EmbeddedDatabaseInUse extends Error {
   override name = 'EmbeddedDatabaseInUse'
-  constructor(readonly dir: string, readonly holder: OwnerRecord, readonly state: OwnerState) {
+  readonly dir: string
+  readonly holder: OwnerRecord
+  readonly state: OwnerState
+  constructor (dir: string, holder: OwnerRecord, state: OwnerState) {
     super(inUseMessage(dir, holder, state))
+    this.dir = dir
+    this.holder = holder
+    this.state = state
   }
 }
 
-function inUseMessage(dir: string, holder: OwnerRecord, state: OwnerState): string {
+function inUseMessage (dir: string, holder: OwnerRecord, state: OwnerState): string {
   const who = holder.pid === process.pid ? `this process (pid ${holder.pid})` : `${holder.owner} with pid ${holder.pid}`
   const where = state === 'elsewhere' ? ` on host ${holder.host}` : ''
   const stale = state === 'elsewhere' ? ` (if that process is gone, delete ${join(dir, LOCK_FILE)})` : ''
@@ -63,13 +69,13 @@ const readText = (path: string): string | null => {
 }
 
 let bootId: string | undefined | null = null
-function currentBootId(): string | undefined {
+function currentBootId (): string | undefined {
   if (bootId === null) bootId = readText('/proc/sys/kernel/random/boot_id')?.trim() || undefined
   return bootId
 }
 
 /** Linux: a process's state letter and start time from /proc/<pid>/stat; null where there is none. */
-function procStat(pid: number): { state: string; started: string } | null {
+function procStat (pid: number): { state: string; started: string } | null {
   let text: string | null
   try {
     text = readText(`/proc/${pid}/stat`)
@@ -82,7 +88,7 @@ function procStat(pid: number): { state: string; started: string } | null {
   return { state: fields[0], started: fields[19] }
 }
 
-function describeThisProcess(owner: string): OwnerRecord {
+function describeThisProcess (owner: string): OwnerRecord {
   const stat = procStat(process.pid)
   return {
     pid: process.pid,
@@ -94,7 +100,7 @@ function describeThisProcess(owner: string): OwnerRecord {
   }
 }
 
-function parse(text: string): OwnerRecord | null {
+function parse (text: string): OwnerRecord | null {
   try {
     const r = JSON.parse(text) as OwnerRecord
     return Number.isInteger(r.pid) && r.pid > 0 && typeof r.nonce === 'string' ? r : null
@@ -104,7 +110,7 @@ function parse(text: string): OwnerRecord | null {
 }
 
 /** Whether the process a record names still runs: 'elsewhere' when it ran on another host (unknowable). */
-export function ownerState(record: OwnerRecord, lockPath?: string): OwnerState {
+export function ownerState (record: OwnerRecord, lockPath?: string): OwnerState {
   if (record.host !== hostname()) return 'elsewhere'
   const boot = currentBootId()
   if (record.boot && boot && record.boot !== boot) return 'dead'
@@ -127,7 +133,7 @@ export function ownerState(record: OwnerRecord, lockPath?: string): OwnerState {
 }
 
 /** The record in a directory's lock file, if there is one (null also for an unreadable record). */
-export function readOwner(dir: string): OwnerRecord | null {
+export function readOwner (dir: string): OwnerRecord | null {
   const text = readText(join(dir, LOCK_FILE))
   return text === null ? null : parse(text)
 }
@@ -137,7 +143,7 @@ export function readOwner(dir: string): OwnerRecord | null {
  * of this process first, then hard-linked into place (link fails when the name exists), so the lock
  * file never exists half written. Where hard links are not supported, an exclusive create stands in.
  */
-function createExclusive(path: string, text: string, nonce: string): boolean {
+function createExclusive (path: string, text: string, nonce: string): boolean {
   const temp = `${path}.${process.pid}-${nonce}.tmp`
   const fd = openSync(temp, 'wx', 0o644)
   try {
@@ -178,7 +184,7 @@ function createExclusive(path: string, text: string, nonce: string): boolean {
  * release(), and at the latest when the process exits; a process killed outright leaves a stale lock,
  * which the next owner takes over.
  */
-export function acquireEmbeddedLock(dir: string, owner: string): EmbeddedLock {
+export function acquireEmbeddedLock (dir: string, owner: string): EmbeddedLock {
   const path = join(dir, LOCK_FILE)
   const record = describeThisProcess(owner)
   const text = `${JSON.stringify(record, null, 2)}\n`
@@ -220,7 +226,7 @@ export function acquireEmbeddedLock(dir: string, owner: string): EmbeddedLock {
   throw new Error(`could not take the lock ${path}: other processes keep taking it over`)
 }
 
-function held(path: string, record: OwnerRecord, tookOverFrom: OwnerRecord | null): EmbeddedLock {
+function held (path: string, record: OwnerRecord, tookOverFrom: OwnerRecord | null): EmbeddedLock {
   let released = false
   const release = () => {
     if (released) return

@@ -2,7 +2,7 @@ import pg from 'pg'
 import { existsSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
-import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
+import { Kysely, Migrator, PostgresDialect } from 'kysely'
 import type { Database } from './types.ts'
 import { migrations } from './migrations/index.ts'
 import { acquireEmbeddedLock, LOCK_FILE, type EmbeddedLock, type OwnerRecord } from './embedded-lock.ts'
@@ -49,7 +49,7 @@ export interface DatabaseHandle {
 type Unsubscribe = () => Promise<void>
 
 // Closing twice (a shutdown path and a teardown, say) waits for the one close rather than failing.
-function once(fn: () => Promise<void>): () => Promise<void> {
+function once (fn: () => Promise<void>): () => Promise<void> {
   let done: Promise<void> | null = null
   return () => (done ??= fn())
 }
@@ -59,12 +59,12 @@ const LISTEN_RETRY_FIRST_MS = 250
 const LISTEN_RETRY_MAX_MS = 5000
 
 /** Open listeners of one handle, so that closing the handle stops them. */
-function listenerRegistry() {
+function listenerRegistry () {
   const open = new Set<Unsubscribe>()
   let closed = false
   const refuse = () => new Error('the database handle is closed')
   return {
-    async add(subscribe: () => Promise<Unsubscribe>): Promise<Unsubscribe> {
+    async add (subscribe: () => Promise<Unsubscribe>): Promise<Unsubscribe> {
       if (closed) throw refuse()
       const stop = await subscribe()
       // A listen that raced the close must not outlive it.
@@ -82,7 +82,7 @@ function listenerRegistry() {
       open.add(unsubscribe)
       return unsubscribe
     },
-    async stopAll(): Promise<void> {
+    async stopAll (): Promise<void> {
       closed = true
       await Promise.all([...open].map((stop) => stop()))
     }
@@ -90,7 +90,7 @@ function listenerRegistry() {
 }
 
 // A listener's callbacks run inside connection events: a throw there must not escape into the driver.
-function guarded(onNotify: (payload: string) => void, onError?: (err: unknown) => void) {
+function guarded (onNotify: (payload: string) => void, onError?: (err: unknown) => void) {
   const report = (err: unknown) => {
     try { onError?.(err) } catch { /* the reporter's own failure has nowhere to go */ }
   }
@@ -104,7 +104,7 @@ function guarded(onNotify: (payload: string) => void, onError?: (err: unknown) =
  * PostgreSQL: a connection of its own (a pooled one would be held for good), kept alive by TCP
  * keepalive and re-established with a capped backoff whenever it fails or ends.
  */
-async function listenPostgres(config: pg.ClientConfig, channel: string, onNotify: (payload: string) => void, onError?: (err: unknown) => void): Promise<Unsubscribe> {
+async function listenPostgres (config: pg.ClientConfig, channel: string, onNotify: (payload: string) => void, onError?: (err: unknown) => void): Promise<Unsubscribe> {
   const { deliver, report } = guarded(onNotify, onError)
   // The connection of the latest attempt, and whether its handshake has finished.
   let current: { client: pg.Client; connected: boolean } | null = null
@@ -183,7 +183,7 @@ async function listenPostgres(config: pg.ClientConfig, channel: string, onNotify
  * PGlite: one backend shared with the pool, so LISTEN and UNLISTEN go through the pool and wait their
  * turn (run beside it they could land inside an open transaction); notifications arrive through PGlite.
  */
-function pgliteListener(pglite: PGlite, pool: pg.Pool) {
+function pgliteListener (pglite: PGlite, pool: pg.Pool) {
   // Listeners per channel: the backend stops listening only when the last one goes.
   const counts = new Map<string, number>()
   return async (channel: string, onNotify: (payload: string) => void, onError?: (err: unknown) => void): Promise<Unsubscribe> => {
@@ -211,7 +211,7 @@ function pgliteListener(pglite: PGlite, pool: pg.Pool) {
   }
 }
 
-export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
+export async function openDatabase (options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.url) {
     const pool = new pg.Pool({
       connectionString: options.url,
@@ -289,12 +289,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
 // fit in a fraction of it, and PostgreSQL reads the rest through the operating system's cache.
 export const PGLITE_SHARED_BUFFERS_MB = 16
 
-function pgliteStartParams(defaults: string[], sharedBuffersMb: number): string[] {
+function pgliteStartParams (defaults: string[], sharedBuffersMb: number): string[] {
   return [...defaults, '-c', `shared_buffers=${sharedBuffersMb}MB`]
 }
 
 // 'the command scripts/import.ts' for a CLI, 'the process node …' for anything else.
-function defaultOwner(): string {
+function defaultOwner (): string {
   const script = process.argv[1]
   if (!script) return `the process ${process.argv0}`
   const rel = relative(process.cwd(), script)
@@ -312,7 +312,7 @@ const STAGING = '.initialising'
  * staging folder whose files are then moved into the directory, PG_VERSION last: a first start that
  * is interrupted leaves no half-made database that would later be taken for a whole one.
  */
-async function createEmbedded(dir: string, startParams: string[]): Promise<void> {
+async function createEmbedded (dir: string, startParams: string[]): Promise<void> {
   const { readdir, rename, rm } = await import('node:fs/promises')
   const staging = join(dir, STAGING)
   await rm(staging, { recursive: true, force: true })
@@ -326,7 +326,7 @@ async function createEmbedded(dir: string, startParams: string[]): Promise<void>
   await rm(staging, { recursive: true, force: true })
 }
 
-async function initdbInChild(dir: string, startParams: string[]): Promise<void> {
+async function initdbInChild (dir: string, startParams: string[]): Promise<void> {
   const { spawn } = await import('node:child_process')
   const code = [
     'const [url, dir, startParams] = JSON.parse(process.argv[1])',
@@ -351,7 +351,7 @@ async function initdbInChild(dir: string, startParams: string[]): Promise<void> 
   throw new Error(`initdb failed: ${cause}`)
 }
 
-export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
+export async function migrateToLatest (db: Kysely<Database>): Promise<string[]> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error instanceof Error ? error : new Error(String(error))
@@ -363,6 +363,6 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
  * packets silently would otherwise hold it until TCP gives up). A connection that timed out is
  * discarded by the pool, not reused.
  */
-export async function ping(handle: Pick<DatabaseHandle, 'pool'>, timeoutMs: number): Promise<void> {
+export async function ping (handle: Pick<DatabaseHandle, 'pool'>, timeoutMs: number): Promise<void> {
   await handle.pool.query({ text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig)
 }

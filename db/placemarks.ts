@@ -30,7 +30,7 @@ interface SummaryRow {
   created_ms: number
 }
 
-function toSummary(row: SummaryRow): PlacemarkSummaryT {
+function toSummary (row: SummaryRow): PlacemarkSummaryT {
   return {
     id: row.id,
     name: row.name,
@@ -48,7 +48,7 @@ function toSummary(row: SummaryRow): PlacemarkSummaryT {
 // One placemark's summary as JSON text, the form the box answers (from memory or the database) are made of.
 const summaryJson = (row: SummaryRow): string => JSON.stringify(toSummary(row))
 
-export async function listPlacemarks(db: Db, q: { limit: number; offset: number; folder?: string }): Promise<PlacemarkSummaryT[]> {
+export async function listPlacemarks (db: Db, q: { limit: number; offset: number; folder?: string }): Promise<PlacemarkSummaryT[]> {
   // Array containment is GIN-indexed; it means "the folder name appears at some level of the path".
   const folder = q.folder === undefined ? sql`` : sql`WHERE p.folder_path @> ARRAY[${q.folder}]::text[]`
   const { rows } = await sql<SummaryRow>`
@@ -56,21 +56,21 @@ export async function listPlacemarks(db: Db, q: { limit: number; offset: number;
   return rows.map(toSummary)
 }
 
-export async function getPlacemark(db: Db, id: number): Promise<PlacemarkDetailT | undefined> {
+export async function getPlacemark (db: Db, id: number): Promise<PlacemarkDetailT | undefined> {
   const { rows: [row] } = await sql<SummaryRow & { extended_data: PlacemarkDetailT['extended_data'] }>`
     SELECT ${SUMMARY}, p.extended_data FROM placemarks p WHERE p.id = ${id}`.execute(db)
   if (!row) return undefined
   return { ...toSummary(row), extended_data: row.extended_data }
 }
 
-function boxLiteral(b: Box): string {
+function boxLiteral (b: Box): string {
   return `(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`
 }
 
 // The GiST index finds candidates by bounding box (its comparisons are slightly fuzzy); the exact
 // ST_Intersects-like test then runs on each candidate's geometry. Answers serialized summaries, the
 // form the in-memory box index keeps too, so both give the same bytes.
-export async function placemarksInBox(db: Db, box: Box, limit: number): Promise<SummaryBytes> {
+export async function placemarksInBox (db: Db, box: Box, limit: number): Promise<SummaryBytes> {
   const parts = splitBox(box).map(boxLiteral)
   const overlap = sql.join(parts.map((p) => sql`bbox && ${p}::box`), sql` OR `)
   const out: string[] = []
@@ -99,7 +99,7 @@ export async function placemarksInBox(db: Db, box: Box, limit: number): Promise<
 }
 
 /** The body of a box answer around already serialized summaries (in the BboxResponse schema's key order). */
-export function bboxBody(summaries: SummaryBytes, bbox: { min_lon: number; min_lat: number; max_lon: number; max_lat: number }): Buffer {
+export function bboxBody (summaries: SummaryBytes, bbox: { min_lon: number; min_lat: number; max_lon: number; max_lat: number }): Buffer {
   const head = '{"placemarks":['
   const { min_lon, min_lat, max_lon, max_lat } = bbox
   const tail = `],"bbox":${JSON.stringify({ min_lon, min_lat, max_lon, max_lat })},"count":${summaries.count}}`
@@ -123,7 +123,7 @@ const NEXT_SUMMARY = '},{"id":'
  * properties as it is. Cheaper than reading whole summaries back into objects and writing them again,
  * which matters at the box query's 10,000.
  */
-export function summariesToFeatures(text: string): string {
+export function summariesToFeatures (text: string): string {
   const out: string[] = []
   let at = 0
   while (at < text.length) {
@@ -145,7 +145,7 @@ export function summariesToFeatures(text: string): string {
  * The GeoJSON twin of `bboxBody`: the same summaries as a FeatureCollection, the box echoed as
  * `query_bbox` (GeoJSON reserves `bbox` for an array of the features' extent).
  */
-export function bboxGeoJson(summaries: SummaryBytes, bbox: { min_lon: number; min_lat: number; max_lon: number; max_lat: number }): Buffer {
+export function bboxGeoJson (summaries: SummaryBytes, bbox: { min_lon: number; min_lat: number; max_lon: number; max_lat: number }): Buffer {
   const list = Buffer.allocUnsafe(summaries.byteLength)
   summaries.copyTo(list, 0)
   const { min_lon, min_lat, max_lon, max_lat } = bbox
@@ -161,7 +161,7 @@ export function bboxGeoJson(summaries: SummaryBytes, bbox: { min_lon: number; mi
  * Every query is short, so none holds up an import's table swap for long; the caller compares the
  * dataset version before and after, since an import committed in between would mix two datasets.
  */
-export async function loadBoxIndex(db: Db, opts: { maxBytes: number; pageSize?: number; stop?: () => boolean }): Promise<BoxIndex | null> {
+export async function loadBoxIndex (db: Db, opts: { maxBytes: number; pageSize?: number; stop?: () => boolean }): Promise<BoxIndex | null> {
   const { rows: order } = await sql<{ id: number }>`
     SELECT id FROM placemarks p
     ORDER BY floor(((p.bbox[0])[1] + (p.bbox[1])[1]) * 10), floor(((p.bbox[0])[0] + (p.bbox[1])[0]) * 10), p.id`.execute(db)
@@ -184,11 +184,19 @@ export async function loadBoxIndex(db: Db, opts: { maxBytes: number; pageSize?: 
 }
 
 interface TimelineRow {
-  id: number; name: string; description: string | null; media_links: string[]; folder_path: string[]
-  event_date: string; event_timestamp: Date | null; lon: number; lat: number; geometry?: string
+  id: number;
+  name: string;
+  description: string | null;
+  media_links: string[];
+  folder_path: string[]
+  event_date: string;
+  event_timestamp: Date | null;
+  lon: number;
+  lat: number;
+  geometry?: string
 }
 
-async function timelineRows(db: Db, withGeometry: boolean): Promise<TimelineRow[]> {
+async function timelineRows (db: Db, withGeometry: boolean): Promise<TimelineRow[]> {
   const geometry = withGeometry ? sql`, geometry` : sql``
   const { rows } = await sql<TimelineRow>`
     SELECT id, name, description, media_links, folder_path, event_date, event_timestamp,
@@ -210,21 +218,21 @@ const toEvent = (r: TimelineRow): TimelineEventT => ({
   folder_path: r.folder_path
 })
 
-export async function timelineEvents(db: Db): Promise<TimelineEventT[]> {
+export async function timelineEvents (db: Db): Promise<TimelineEventT[]> {
   return (await timelineRows(db, false)).map(toEvent)
 }
 
 /** The timeline events as GeoJSON features: each event's fields as properties, its placemark's geometry. */
-export async function timelineFeatures(db: Db): Promise<string[]> {
+export async function timelineFeatures (db: Db): Promise<string[]> {
   return (await timelineRows(db, true)).map((r) => featureText(r.id, r.geometry!, toEvent(r)))
 }
 
-export async function folderNames(db: Db): Promise<string[]> {
+export async function folderNames (db: Db): Promise<string[]> {
   const { rows } = await sql<{ name: string }>`SELECT name FROM folders GROUP BY name ORDER BY name COLLATE "C"`.execute(db)
   return rows.map((r) => r.name)
 }
 
-export async function datasetStats(db: Db): Promise<StatsT> {
+export async function datasetStats (db: Db): Promise<StatsT> {
   const [totals, types, folders] = await Promise.all([
     sql<{ placemarks: number; styles: number }>`
       SELECT (SELECT count(*) FROM placemarks)::int AS placemarks, (SELECT count(*) FROM styles)::int AS styles`.execute(db),

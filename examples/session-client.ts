@@ -29,7 +29,7 @@ export class SessionEnded extends Error {
 }
 
 /** The access token's `exp` claim, in milliseconds. */
-function expiresAt(accessToken: string): number {
+function expiresAt (accessToken: string): number {
   const payload = accessToken.split('.')[1] ?? ''
   const json = atob(payload.replace(/-/g, '+').replace(/_/g, '/'))
   return (JSON.parse(json) as { exp: number }).exp * 1000
@@ -42,14 +42,14 @@ export class SessionClient {
   #tokens: Tokens | null
   #renewal: Promise<Tokens> | null = null
 
-  constructor(options: SessionClientOptions) {
+  constructor (options: SessionClientOptions) {
     this.#baseUrl = options.baseUrl.replace(/\/$/, '')
     this.#tokens = options.tokens
     this.#renewAheadMs = options.renewAheadMs ?? 60_000
     this.#onTokens = options.onTokens ?? (() => {})
   }
 
-  get tokens(): Tokens | null {
+  get tokens (): Tokens | null {
     return this.#tokens
   }
 
@@ -57,7 +57,7 @@ export class SessionClient {
    * `fetch` with the bearer token. A 401 is answered by one renewal and one retry, so the request body
    * must be one that can be sent twice (a string, not a stream). Throws SessionEnded when renewal fails.
    */
-  async fetch(path: string, init: RequestInit = {}): Promise<Response> {
+  async fetch (path: string, init: RequestInit = {}): Promise<Response> {
     let tokens = await this.#fresh()
     const response = await this.#send(path, init, tokens)
     if (response.status !== 401) return response
@@ -66,27 +66,27 @@ export class SessionClient {
   }
 
   /** Ends the session on the server and forgets the tokens. */
-  async logout(): Promise<void> {
+  async logout (): Promise<void> {
     const tokens = this.#tokens
     this.#discard()
     if (tokens) await fetch(`${this.#baseUrl}/api/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${tokens.accessToken}` } })
   }
 
-  #send(path: string, init: RequestInit, tokens: Tokens): Promise<Response> {
+  #send (path: string, init: RequestInit, tokens: Tokens): Promise<Response> {
     const headers = new Headers(init.headers)
     headers.set('authorization', `Bearer ${tokens.accessToken}`)
     return fetch(`${this.#baseUrl}${path}`, { ...init, headers })
   }
 
   // The current tokens, renewed first when the access token expires within renewAheadMs.
-  async #fresh(): Promise<Tokens> {
+  async #fresh (): Promise<Tokens> {
     const tokens = this.#tokens
     if (!tokens) throw new SessionEnded('signed out: sign in again')
     return expiresAt(tokens.accessToken) - Date.now() <= this.#renewAheadMs ? this.#renew(tokens) : tokens
   }
 
   // One renewal at a time; a caller holding tokens that were already replaced just takes the new ones.
-  #renew(stale: Tokens): Promise<Tokens> {
+  #renew (stale: Tokens): Promise<Tokens> {
     if (this.#renewal) return this.#renewal
     if (this.#tokens && this.#tokens !== stale) return Promise.resolve(this.#tokens)
     this.#renewal = (async () => {
@@ -107,7 +107,7 @@ export class SessionClient {
     return this.#renewal
   }
 
-  #discard(): void {
+  #discard (): void {
     this.#tokens = null
     this.#onTokens(null)
   }

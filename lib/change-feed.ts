@@ -31,16 +31,18 @@ export class ChangeFeed {
   #subscriber: Redis | null = null
   #unwatch: (() => void) | null = null
 
-  constructor(private readonly opts: ChangeFeedOptions) {
+  private readonly opts: ChangeFeedOptions
+  constructor (opts: ChangeFeedOptions) {
+    this.opts = opts
     this.#since = opts.since
   }
 
   // Tells the other instances at once; they would otherwise notice at their next poll.
-  async publish(id: string): Promise<void> {
+  async publish (id: string): Promise<void> {
     if (this.opts.redis) await this.opts.redis.publish(this.opts.channel, id).catch(this.opts.onError)
   }
 
-  async poll(): Promise<void> {
+  async poll (): Promise<void> {
     const { db, table, column } = this.opts
     const { rows } = await sql<{ id: string; at: Date; now: Date }>`
       SELECT id, ${sql.ref(column)} AS at, now() AS now FROM ${sql.table(table)} WHERE ${sql.ref(column)} >= ${this.#since}`.execute(db)
@@ -50,7 +52,7 @@ export class ChangeFeed {
     this.opts.onPolled?.()
   }
 
-  async start(): Promise<void> {
+  async start (): Promise<void> {
     await this.poll()
     this.#timer = setInterval(() => { this.poll().catch(this.opts.onError) }, this.opts.pollMs)
     this.#timer.unref()
@@ -65,7 +67,7 @@ export class ChangeFeed {
     }
   }
 
-  async stop(): Promise<void> {
+  async stop (): Promise<void> {
     if (this.#timer) clearInterval(this.#timer)
     this.#unwatch?.()
     if (this.#subscriber) await this.#subscriber.quit().catch(() => this.#subscriber?.disconnect())
@@ -73,7 +75,7 @@ export class ChangeFeed {
 }
 
 // Publishes one change from a process that keeps no feed of its own (a CLI), when REDIS_URL is set.
-export async function publishChange(redisUrl: string | undefined, channel: string, id: string): Promise<boolean> {
+export async function publishChange (redisUrl: string | undefined, channel: string, id: string): Promise<boolean> {
   if (!redisUrl) return false
   const client = createRedis(redisUrl, { lazyConnect: true, retryStrategy: () => null })
   client.on('error', () => {})

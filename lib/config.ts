@@ -97,7 +97,7 @@ type Env = Record<string, string | undefined>
 export const MIN_SECRET_LENGTH = 32
 
 // Production refuses weak signing secrets; development may leave them unset (random ones are generated).
-function checkSecrets(raw: RawConfig, isProduction: boolean): void {
+function checkSecrets (raw: RawConfig, isProduction: boolean): void {
   const { JWT_SECRET, JWT_REFRESH_SECRET } = raw
   for (const [name, value] of [['JWT_SECRET', JWT_SECRET], ['JWT_REFRESH_SECRET', JWT_REFRESH_SECRET]] as const) {
     if (value === undefined) {
@@ -111,7 +111,7 @@ function checkSecrets(raw: RawConfig, isProduction: boolean): void {
   }
 }
 
-export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const input: Record<string, unknown> = {}
   for (const key of Object.keys(ConfigSchema.properties)) {
     const value = env[key]

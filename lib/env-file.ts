@@ -16,7 +16,7 @@ const QUOTES = new Set(['"', "'", '`'])
  * ends with its quote (possibly on a later line, for multi-line values). The offending line is named by
  * number only: a malformed line may well be a secret.
  */
-export function checkEnvSyntax(text: string, where = '.env'): void {
+export function checkEnvSyntax (text: string, where = '.env'): void {
   const lines = text.split(/\r?\n/)
   for (let i = 0; i < lines.length; i++) {
     const trimmed = lines[i].trim()
@@ -45,7 +45,7 @@ export function checkEnvSyntax(text: string, where = '.env'): void {
  * Variables already set in the environment win over the file's values; the file only fills in the rest.
  * Returns the path loaded, or null when there is no such file.
  */
-export function loadEnvFile(path = resolve('.env'), env: Record<string, string | undefined> = process.env, cwd = process.cwd()): string | null {
+export function loadEnvFile (path = resolve('.env'), env: Record<string, string | undefined> = process.env, cwd = process.cwd()): string | null {
   const where = relative(cwd, path) || path
   let text: string
   try {

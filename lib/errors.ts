@@ -4,7 +4,7 @@ import { STATUS_CODES } from 'node:http'
 export class HttpError extends Error {
   readonly statusCode: number
   readonly headers?: Record<string, string>
-  constructor(statusCode: number, message: string, headers?: Record<string, string>) {
+  constructor (statusCode: number, message: string, headers?: Record<string, string>) {
     super(message)
     this.name = 'HttpError'
     this.statusCode = statusCode
@@ -12,11 +12,11 @@ export class HttpError extends Error {
   }
 }
 
-export function reasonPhrase(statusCode: number): string {
+export function reasonPhrase (statusCode: number): string {
   return STATUS_CODES[statusCode] ?? 'Error'
 }
 
-export function errorBody(statusCode: number, message: string): { error: string; message: string } {
+export function errorBody (statusCode: number, message: string): { error: string; message: string } {
   return { error: reasonPhrase(statusCode), message }
 }
 
@@ -32,7 +32,7 @@ const unavailableCodes = new Set([
 const unavailableClasses = /^(08|53|57P)/
 
 // True for failures that mean "the database cannot serve right now", as opposed to a bug in a query.
-export function isDatabaseUnavailable(err: unknown): boolean {
+export function isDatabaseUnavailable (err: unknown): boolean {
   if (!err || typeof err !== 'object') return false
   const e = err as { code?: unknown; message?: unknown }
   if (typeof e.code === 'string' && (unavailableCodes.has(e.code) || unavailableClasses.test(e.code))) return true

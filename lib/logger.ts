@@ -9,7 +9,7 @@ const sensitiveNames = new Set(['code', 'state', 'token', 'access_token', 'refre
 
 // A parameter name as the query parser will read it, however it was escaped: percent-escapes (even
 // doubled), `+` for space, surrounding spaces and a trailing `[]`/`[key]` do not hide it.
-function parameterName(raw: string): string {
+function parameterName (raw: string): string {
   let name = raw.replace(/\+/g, ' ')
   for (let i = 0; i < 3 && name.includes('%'); i++) {
     try {
@@ -22,7 +22,7 @@ function parameterName(raw: string): string {
 }
 
 /** The URL with the values of sensitive query parameters replaced by [REDACTED]. */
-export function redactUrl(url: string): string {
+export function redactUrl (url: string): string {
   const q = url.indexOf('?')
   if (q < 0) return url
   const parts = url.slice(q + 1).split('&')
@@ -45,20 +45,20 @@ export type LogFormat = 'json' | 'pretty'
  * Readable lines for a person at a terminal outside production; JSON lines everywhere else (files, pipes,
  * log collectors). LOG_FORMAT=json|pretty decides when set.
  */
-export function logFormat(env: NodeJS.ProcessEnv = process.env, isTTY = Boolean(process.stdout.isTTY)): LogFormat {
+export function logFormat (env: NodeJS.ProcessEnv = process.env, isTTY = Boolean(process.stdout.isTTY)): LogFormat {
   if (env.LOG_FORMAT === 'json' || env.LOG_FORMAT === 'pretty') return env.LOG_FORMAT
   return isTTY && env.NODE_ENV !== 'production' ? 'pretty' : 'json'
 }
 
 // pino-pretty is loaded only when asked for: production never pays for it.
-function prettyStream(): PinoPretty.PrettyStream {
+function prettyStream (): PinoPretty.PrettyStream {
   const pretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty
   // Synchronous, so that the last lines before process.exit are written; one line per entry.
   return pretty({ sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
 }
 
 // The redaction and serializers apply before either format writes a line.
-export function loggerOptions(level: string, format: LogFormat = logFormat()): FastifyServerOptions['logger'] {
+export function loggerOptions (level: string, format: LogFormat = logFormat()): FastifyServerOptions['logger'] {
   return {
     level,
     ...(format === 'pretty' ? { stream: prettyStream() } : {}),
@@ -72,7 +72,7 @@ export function loggerOptions(level: string, format: LogFormat = logFormat()): F
       censor: '[REDACTED]'
     },
     serializers: {
-      req(req: { method: string; url: string; hostname?: string; ip?: string; socket?: { remotePort?: number } }) {
+      req (req: { method: string; url: string; hostname?: string; ip?: string; socket?: { remotePort?: number } }) {
         return { method: req.method, url: redactUrl(req.url), host: req.hostname, remoteAddress: req.ip }
       }
     }
@@ -83,9 +83,9 @@ export function loggerOptions(level: string, format: LogFormat = logFormat()): F
  * The address a browser should open: PUBLIC_URL when it is set, otherwise the listening address, with a
  * wildcard or loopback host shown as localhost (the name the default PUBLIC_URL and the sign-in use).
  */
-export function browserUrl(publicUrl: string | undefined, address: AddressInfo | string | null): string {
+export function browserUrl (publicUrl: string | undefined, address: AddressInfo | string | null): string {
   if (publicUrl) return publicUrl.replace(/\/$/, '')
-  if (address === null || typeof address === 'string') return `http://localhost`
+  if (address === null || typeof address === 'string') return 'http://localhost'
   const { address: host, port } = address
   const local = host === '0.0.0.0' || host === '::' || host === '127.0.0.1' || host === '::1' || host.startsWith('::ffff:127.')
   const name = local ? 'localhost' : host.includes(':') ? `[${host}]` : host
@@ -93,7 +93,7 @@ export function browserUrl(publicUrl: string | undefined, address: AddressInfo |
 }
 
 /** The start-up line: where the server answers, its API docs and, with the development provider, where to sign in. */
-export function startupMessage(base: string, devIdp: boolean): string {
+export function startupMessage (base: string, devIdp: boolean): string {
   const parts = [`serving on ${base}`, `docs ${base}/api/docs`]
   if (devIdp) parts.push(`sign in ${base}/api/auth/identity/login`)
   return parts.join(' — ')
@@ -108,7 +108,7 @@ const { chindingsSym } = pino.symbols
  * holds a secret; the redaction still applies to everything logged through the child. A route with its
  * own log level or serializers gets a real pino child.
  */
-export function requestChildLogger(logger: FastifyBaseLogger, bindings: Record<string, unknown>, opts: object): FastifyBaseLogger {
+export function requestChildLogger (logger: FastifyBaseLogger, bindings: Record<string, unknown>, opts: object): FastifyBaseLogger {
   const parent = logger as FastifyBaseLogger & { [chindingsSym]?: string }
   if (Object.keys(opts).length > 0 || typeof parent[chindingsSym] !== 'string') return logger.child(bindings, opts)
   let chindings = parent[chindingsSym]

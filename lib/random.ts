@@ -1,5 +1,5 @@
 // A small seeded PRNG (mulberry32): deterministic data for demos, benchmarks and tests.
-export function mulberry32(seed: number): () => number {
+export function mulberry32 (seed: number): () => number {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0

@@ -4,7 +4,7 @@ import { Redis, type RedisOptions } from 'ioredis'
  * A Redis client that fails fast instead of queueing while Redis is away, so that requests keep being
  * served without it. `overrides` adjust it for other users (a CLI connects once and gives up).
  */
-export function createRedis(url: string, overrides: RedisOptions = {}): Redis {
+export function createRedis (url: string, overrides: RedisOptions = {}): Redis {
   return new Redis(url, {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
@@ -24,7 +24,7 @@ export function createRedis(url: string, overrides: RedisOptions = {}): Redis {
  * cannot, refuses commands at once (no offline queue): callers skip Redis instead of waiting on it.
  * Returns a function that stops the watchdog.
  */
-export function watchRedis(client: Redis, intervalMs: number, timeoutMs: number): () => void {
+export function watchRedis (client: Redis, intervalMs: number, timeoutMs: number): () => void {
   let probing = false
   const timer = setInterval(() => {
     if (probing || client.status !== 'ready') return

@@ -13,7 +13,7 @@ const MAX_DEPTH = 32
  * skips minimum and maximum for non-finite values), and PostgreSQL refuses a NUL character in any text.
  * Returns the first offending value's path and the reason, or null.
  */
-export function unusableValue(data: unknown, path = '', depth = 0): Refusal | null {
+export function unusableValue (data: unknown, path = '', depth = 0): Refusal | null {
   if (typeof data === 'number') {
     return Number.isFinite(data) ? null : refusal(path, 'finite', 'must be a finite number')
   }
@@ -44,7 +44,7 @@ const refusal = (instancePath: string, keyword: string, message: string): Refusa
  * every parameter, body and header of every route, present and future. A refusal is reported like
  * any validation error (400 `querystring/limit must be a finite number`).
  */
-export function strictValidatorFactory(): BuildValidator {
+export function strictValidatorFactory (): BuildValidator {
   const build = AjvCompiler()
   return (externalSchemas: Parameters<BuildValidator>[0], options: Parameters<BuildValidator>[1]) => {
     const compile = build(externalSchemas, options)

@@ -17,7 +17,7 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
  * serializes and types as that schema, and the OpenAPI document shows it as a `$ref` into
  * components.schemas. Options such as `description` describe the place that refers to it.
  */
-export function ref<T extends TSchema>(schema: T, options: SchemaOptions = {}) {
+export function ref<T extends TSchema> (schema: T, options: SchemaOptions = {}) {
   if (!schema.$id) throw new Error('ref() needs a schema with an $id')
   return Type.Unsafe<Static<T>>(Type.Ref(schema.$id, options))
 }
@@ -60,7 +60,7 @@ export interface ErrorCase {
 }
 
 /** An error status with its meaning on this route and at least one message the route answers with it. */
-export function fail(status: number, description: string, ...messages: [string, ...string[]]): ErrorCase {
+export function fail (status: number, description: string, ...messages: [string, ...string[]]): ErrorCase {
   return { status, description, messages }
 }
 
@@ -78,7 +78,7 @@ const standard: Record<number, ErrorCase> = {
 }
 
 /** The OpenAPI response of one error status: the shared Error schema with this route's own examples. */
-function errorResponse(c: ErrorCase) {
+function errorResponse (c: ErrorCase) {
   const error = STATUS_CODES[c.status] ?? 'Error'
   const examples = Object.fromEntries(c.messages.map((message) => [message, { value: { error, message } }]))
   return {
@@ -95,7 +95,7 @@ export type ErrorResponseDoc = ReturnType<typeof errorResponse>
  * answer, each with its meaning and example messages. 401, 429 and 503 have standard ones; any other
  * status needs fail(status, description, ...messages).
  */
-export function errors(...cases: (number | ErrorCase)[]): Record<number, ErrorResponseDoc> {
+export function errors (...cases: (number | ErrorCase)[]): Record<number, ErrorResponseDoc> {
   const out: Record<number, ErrorResponseDoc> = {}
   for (const c of cases) {
     // A bare status without a standard meaning documents only its reason phrase, with no example: the
@@ -107,6 +107,6 @@ export function errors(...cases: (number | ErrorCase)[]): Record<number, ErrorRe
 }
 
 /** A success response: its schema, what it means in words, and the headers it carries. */
-export function answer<T extends TSchema>(schema: T, description: string, headers?: Headers): T {
+export function answer<T extends TSchema> (schema: T, description: string, headers?: Headers): T {
   return { ...schema, description, ...(headers ? { headers } : {}) }
 }

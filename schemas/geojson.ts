@@ -32,7 +32,7 @@ export const PolygonGeometry = Type.Object({
 export const Geometry = Type.Union([PointGeometry, LineStringGeometry, PolygonGeometry], { title: 'GeoJSON geometry' })
 
 /** A Feature whose properties follow the given schema; its id is the placemark id. */
-export function FeatureOf<P extends TProperties>(properties: TObject<P>, title: string) {
+export function FeatureOf<P extends TProperties> (properties: TObject<P>, title: string) {
   return Type.Object({
     type: Type.Literal('Feature'),
     id: Type.Integer({ description: 'The placemark id' }),
@@ -42,7 +42,7 @@ export function FeatureOf<P extends TProperties>(properties: TObject<P>, title: 
 }
 
 /** A FeatureCollection of such features, with the answer's other members after `features`. */
-export function FeatureCollectionOf<F extends TSchema, M extends TProperties>(feature: F, members: M, title: string) {
+export function FeatureCollectionOf<F extends TSchema, M extends TProperties> (feature: F, members: M, title: string) {
   return Type.Object({
     type: Type.Literal('FeatureCollection'),
     features: Type.Array(feature),

@@ -89,12 +89,13 @@ const results = {
 }
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`)
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const round2 = (x: number) => Math.round(x * 100) / 100
 
-function run(cmd: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
+function run (cmd: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
   const started = performance.now()
-  return new Promise((done) => {
+  return new Promise((resolve) => {
+    const done = resolve
     const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
@@ -105,7 +106,7 @@ function run(cmd: string, args: string[], env: Record<string, string>): Promise<
 }
 
 // Starts a Node child and waits for the stdout line that says it is ready; returns what `ready` took from it.
-async function startProcess(args: string[], ready: (line: string) => string | null): Promise<{ child: ChildProcess; value: string }> {
+async function startProcess (args: string[], ready: (line: string) => string | null): Promise<{ child: ChildProcess; value: string }> {
   const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
   const lines = createInterface({ input: child.stdout! })
   for await (const line of lines) {
@@ -118,21 +119,22 @@ async function startProcess(args: string[], ready: (line: string) => string | nu
   throw new Error(`process ${args.join(' ')} exited before it was ready`)
 }
 
-async function stop(child: ChildProcess) {
+async function stop (child: ChildProcess) {
   if (child.exitCode !== null || child.signalCode !== null) return
   child.kill('SIGTERM')
   await once(child, 'exit')
 }
 
-async function load(url: string, opts: { requests?: autocannon.Request[]; headers?: Record<string, string>; connections?: number; duration?: number } = {}) {
+async function load (url: string, opts: { requests?: autocannon.Request[]; headers?: Record<string, string>; connections?: number; duration?: number } = {}) {
   const r = await autocannon({ url, connections: opts.connections ?? CONNECTIONS, duration: opts.duration ?? timing().duration, headers: opts.headers, requests: opts.requests })
   // Requests over the run's actual length: autocannon's average is over whole-second samples.
   return { requests: r.requests.total, seconds: r.duration, rps: r.requests.total / r.duration, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts }
 }
 
 // A GET with autocannon's headers (no accept-encoding), so the bytes kept are the bytes the load gets.
-function getBytes(url: string, headers: Record<string, string> = {}): Promise<{ status: number; contentType: string; body: Buffer }> {
-  return new Promise((done, fail) => {
+function getBytes (url: string, headers: Record<string, string> = {}): Promise<{ status: number; contentType: string; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const [done, fail] = [resolve, reject]
     httpRequest(url, { headers }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
@@ -142,7 +144,7 @@ function getBytes(url: string, headers: Record<string, string> = {}): Promise<{ 
 }
 
 // The exact answers of our (warmed) server that the peers will serve.
-async function fetchAnswers(base: string, token: string | null): Promise<Answer[]> {
+async function fetchAnswers (base: string, token: string | null): Promise<Answer[]> {
   const answers: Answer[] = []
   for (const { path, auth } of PEER_FIGURES) {
     if (auth && !token) continue
@@ -153,13 +155,13 @@ async function fetchAnswers(base: string, token: string | null): Promise<Answer[
   return answers
 }
 
-async function startPeer(name: string, answersFile: string): Promise<Side & { child: ChildProcess }> {
+async function startPeer (name: string, answersFile: string): Promise<Side & { child: ChildProcess }> {
   const { child, value } = await startProcess(['--import', 'tsx', `bench/peers/${name}.ts`, answersFile], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null))
   return { name, base: `http://127.0.0.1:${value}`, child }
 }
 
 // The comparison is fair only if a peer answers the very status, content-type and bytes ours did.
-async function checkSameBytes(peer: Side, answers: Answer[]) {
+async function checkSameBytes (peer: Side, answers: Answer[]) {
   for (const a of answers) {
     const res = await getBytes(peer.base + a.url)
     if (res.status !== 200 || res.contentType !== a.contentType || res.body.toString('base64') !== a.bodyBase64) throw new Error(`the ${peer.name} peer answers ${a.url} differently from our server`)
@@ -170,7 +172,7 @@ async function checkSameBytes(peer: Side, answers: Answer[]) {
  * Measures one URL on every side in alternating short turns, the first side rotating each round, so that
  * a slow spell of the shared machine weighs on all alike; a side's rate is its requests over its seconds.
  */
-async function alternate(sides: Side[], path: string, headers?: Record<string, string>) {
+async function alternate (sides: Side[], path: string, headers?: Record<string, string>) {
   // Warm up each side first: the first seconds of a fresh code path run unoptimized.
   for (const side of sides) await load(side.base + path, { headers, duration: timing().warmup })
   const totals = sides.map(() => ({ requests: 0, seconds: 0, p99: 0, non2xx: 0 }))
@@ -188,7 +190,7 @@ async function alternate(sides: Side[], path: string, headers?: Record<string, s
 }
 
 // Our server against both peers, one URL after the other; only one server is under load at a time.
-async function measureAgainstPeers(base: string, token: string | null, answers: Answer[], peers: Side[]) {
+async function measureAgainstPeers (base: string, token: string | null, answers: Answer[], peers: Side[]) {
   const sides = [{ name: 'ours', base }, ...peers]
   for (const { name, path, auth } of PEER_FIGURES) {
     if (auth && !token) continue
@@ -200,13 +202,13 @@ async function measureAgainstPeers(base: string, token: string | null, answers: 
   }
 }
 
-function record(name: string, r: Awaited<ReturnType<typeof load>>) {
+function record (name: string, r: Awaited<ReturnType<typeof load>>) {
   results.figures[name] = { rps: Math.round(r.rps), p50_ms: r.p50, p99_ms: r.p99, non2xx: r.non2xx }
   log(`  ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms`)
 }
 
 // CPU seconds a process has used so far (Linux), or null where /proc is not there.
-function cpuSeconds(pid: number): number | null {
+function cpuSeconds (pid: number): number | null {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
     return (Number(fields[11]) + Number(fields[12])) / 100
@@ -216,7 +218,7 @@ function cpuSeconds(pid: number): number | null {
 }
 
 // Resident and peak memory of a process in MB (Linux), from /proc.
-function memoryMb(pid: number): { rss_mb: number; peak_rss_mb: number } | null {
+function memoryMb (pid: number): { rss_mb: number; peak_rss_mb: number } | null {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8')
     const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0)
@@ -228,7 +230,7 @@ function memoryMb(pid: number): { rss_mb: number; peak_rss_mb: number } | null {
 
 // The server loads its box index in the background after start: wait until it is idle (under 5% of a
 // core over a second), so that no measurement shares the machine with that load.
-async function settle(pid: number) {
+async function settle (pid: number) {
   const started = Date.now()
   let last = cpuSeconds(pid)
   while (last !== null && Date.now() - started < 300_000) {
@@ -240,17 +242,17 @@ async function settle(pid: number) {
 }
 
 // Autovacuum after the bulk loads would take a core from the measurements: wait until it is done.
-async function quiesce(admin: pg.Client, dbName: string) {
+async function quiesce (admin: pg.Client, dbName: string) {
   const started = Date.now()
   while (Date.now() - started < 300_000) {
-    const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND (backend_type = 'autovacuum worker' OR query ILIKE 'vacuum%' OR query ILIKE 'analyze%')`, [dbName])
+    const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND (backend_type = \'autovacuum worker\' OR query ILIKE \'vacuum%\' OR query ILIKE \'analyze%\')', [dbName])
     if (rows[0].n === 0) return
     await sleep(1000)
   }
   log('  autovacuum still running after 5 minutes; measuring anyway')
 }
 
-async function importPlacemarks(DATABASE_URL: string) {
+async function importPlacemarks (DATABASE_URL: string) {
   const dataDir = join(root, 'bench', 'data')
   mkdirSync(dataDir, { recursive: true })
   const kml = join(dataDir, `placemarks-${sizes().placemarks}.kml`)
@@ -269,12 +271,12 @@ async function importPlacemarks(DATABASE_URL: string) {
 }
 
 // --quick: the project's own sample KML, enough for the small answers.
-async function importSample(DATABASE_URL: string) {
+async function importSample (DATABASE_URL: string) {
   const imp = await run(process.execPath, ['--import', 'tsx', 'scripts/import.ts', join(root, 'db', 'sample', 'sample.kml')], { DATABASE_URL })
   if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
 }
 
-async function seedActivity(DATABASE_URL: string) {
+async function seedActivity (DATABASE_URL: string) {
   log(`seeding ${sizes().events} activity events over ${GUILDS} guilds`)
   const act = await run(process.execPath, ['--import', 'tsx', 'scripts/seed-activity.ts', '--guilds', String(GUILDS), '--users', String(sizes().users), '--events', String(sizes().events), '--seed', '7'], { DATABASE_URL })
   if (act.code !== 0) throw new Error(`activity seed failed: ${act.stderr}`)
@@ -283,11 +285,12 @@ async function seedActivity(DATABASE_URL: string) {
 }
 
 // The server under test, with limits out of the way of the load generator; stderr shown so a crash is visible.
-async function startServer(DATABASE_URL: string): Promise<{ child: ChildProcess; base: string }> {
+async function startServer (DATABASE_URL: string): Promise<{ child: ChildProcess; base: string }> {
   const port = 20000 + Math.floor(Math.random() * 20000)
   const base = `http://127.0.0.1:${port}`
   const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
-    cwd: root, stdio: ['ignore', 'ignore', 'inherit'],
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn' }
   })
   for (let i = 0; i < 120; i++) {
@@ -300,7 +303,7 @@ async function startServer(DATABASE_URL: string): Promise<{ child: ChildProcess;
 }
 
 // Unique random city-sized boxes for every request: the benchmark measures the index, not a cache.
-function randomBoxes(): autocannon.Request[] {
+function randomBoxes (): autocannon.Request[] {
   const rand = mulberry32(42)
   const cities: [number, number][] = [[-115.17, 36.11], [-118.24, 34.05], [-74.0, 40.71], [-0.12, 51.5], [2.35, 48.86], [139.69, 35.69]]
   const boxes = Array.from({ length: 200_000 }, () => {
@@ -313,7 +316,7 @@ function randomBoxes(): autocannon.Request[] {
   return [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: boxes[next++ % boxes.length] }) }]
 }
 
-async function main() {
+async function main () {
   results.quick = cli.quick
   const { duration, warmup, turns, turnSeconds } = timing()
   results.settings = { connections: CONNECTIONS, duration_s: duration, warmup_s: warmup, turns, turn_s: turnSeconds }
@@ -355,7 +358,6 @@ async function main() {
     for (const peer of peers) await stop(peer.child)
     // --quick stops here: the small answers are its whole point.
     if (!cli.quick) {
-
       log('load: bbox, random city boxes')
       const boxes = randomBoxes()
       await load(server.base, { requests: boxes, duration: timing().warmup })
@@ -387,7 +389,7 @@ async function main() {
 }
 
 // Signs in as the first demo user through the development identity provider, like a browser would.
-async function signIn(base: string): Promise<string> {
+async function signIn (base: string): Promise<string> {
   const login = await fetch(`${base}/api/auth/identity/login`, { redirect: 'manual' })
   const authorize = login.headers.get('location')
   if (!authorize) throw new Error(`login answered ${login.status}`)
@@ -406,7 +408,7 @@ async function signIn(base: string): Promise<string> {
  * Judges each figure of bench/targets.json: {"at_least": {metric: n}, "below": {metric: n}}. A figure not
  * measured, or with any non-2xx answer, error or timeout, fails: it would measure nothing.
  */
-function checkTargets(targets: Record<string, { at_least?: Record<string, number>; below?: Record<string, number> }>): Check[] {
+function checkTargets (targets: Record<string, { at_least?: Record<string, number>; below?: Record<string, number> }>): Check[] {
   return Object.entries(targets).map(([figure, t]) => {
     const f = results.figures[figure]
     const value = (metric: string) => (typeof f?.[metric] === 'number' ? (f[metric] as number) : NaN)
@@ -417,7 +419,7 @@ function checkTargets(targets: Record<string, { at_least?: Record<string, number
   })
 }
 
-function printTables() {
+function printTables () {
   const checks = new Map(results.checks.map((c) => [c.figure, c]))
   const verdict = (name: string) => { const c = checks.get(name); return c ? `${c.target} | ${c.pass ? 'PASS' : 'FAIL'}` : '– | –' }
   const peerNames = PEER_FIGURES.map((p) => p.name)

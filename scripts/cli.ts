@@ -9,7 +9,7 @@ import { EmbeddedDatabaseInUse } from '../db/embedded-lock.ts'
 // A user's mistake ends a CLI with one line on stderr and a non-zero exit, never a stack trace.
 export class CliError extends Error {
   readonly exitCode: number
-  constructor(message: string, exitCode = 1) {
+  constructor (message: string, exitCode = 1) {
     super(message)
     this.exitCode = exitCode
   }
@@ -47,7 +47,7 @@ export interface Command<T extends ParseArgsConfig> {
 }
 
 /** A command: its usage and help, its options (parseArgs' form), and what it does once they parse. */
-export function defineCommand<T extends ParseArgsConfig>(spec: CommandSpec, config: T, run: Command<T>['run']): Command<T> {
+export function defineCommand<T extends ParseArgsConfig> (spec: CommandSpec, config: T, run: Command<T>['run']): Command<T> {
   return { spec, config, run }
 }
 
@@ -61,7 +61,7 @@ const usageError = (message: string) => new CliError(`${message} (see --help)`, 
  * `io.env` leaves unset, before any setting is read or anything is opened. A failure is one line on
  * stderr: a CliError's own code, 1 for anything else (with the stack when DEBUG is set).
  */
-export async function runCommand<T extends ParseArgsConfig>(command: Command<T>, args: string[], io: CommandIo): Promise<number> {
+export async function runCommand<T extends ParseArgsConfig> (command: Command<T>, args: string[], io: CommandIo): Promise<number> {
   const { spec, config } = command
   const names = spec.positionals ?? []
   try {
@@ -107,13 +107,13 @@ export const processIo = (): CommandIo => ({ stdout: process.stdout, stderr: pro
  * Runs the command when its module is the program (`node scripts/import.ts …`), not when it is
  * imported. A failed command exits at once with its code: an open handle must not keep it alive.
  */
-export async function runAsProgram<T extends ParseArgsConfig>(command: Command<T>, moduleUrl: string): Promise<void> {
+export async function runAsProgram<T extends ParseArgsConfig> (command: Command<T>, moduleUrl: string): Promise<void> {
   if (!process.argv[1] || pathToFileURL(process.argv[1]).href !== moduleUrl) return
   const code = await runCommand(command, process.argv.slice(2), processIo())
   if (code !== 0) process.exit(code)
 }
 
-export async function openMigratedDatabase(config: Config): Promise<DatabaseHandle> {
+export async function openMigratedDatabase (config: Config): Promise<DatabaseHandle> {
   const where = config.DATABASE_URL ? 'the database at DATABASE_URL' : `the embedded database in ${config.PGLITE_DIR}`
   const cannotOpen = (err: unknown) => new CliError(`cannot open ${where}: ${err instanceof Error ? err.message : String(err)}`)
   let handle: DatabaseHandle

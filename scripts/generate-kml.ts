@@ -15,7 +15,7 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;')
 const fmt = (n: number) => n.toFixed(6)
 
 /** Writes a KML document with `count` placemarks spread around a dozen cities, in nested folders. */
-export async function generateKml(path: string, count: number, seed = 1): Promise<void> {
+export async function generateKml (path: string, count: number, seed = 1): Promise<void> {
   const rand = mulberry32(seed)
   const out = createWriteStream(path, { highWaterMark: 1 << 20 })
   const write = async (s: string) => {

@@ -37,7 +37,7 @@ ${DATABASE_SETTINGS}`
   }
   // One pass: valid events stream into the load. Without --skip-invalid the first invalid line dooms
   // the load (rolled back at the end), but reading goes on so that every invalid line is reported.
-  async function* events(): AsyncGenerator<ActivityEvent> {
+  async function * events (): AsyncGenerator<ActivityEvent> {
     let doomed = false
     for await (const line of readActivityLines(createReadStream(file))) {
       lines = line.lineNumber

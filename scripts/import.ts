@@ -27,7 +27,7 @@ ${DATABASE_SETTINGS}`
   await importFile(positionals[0]!, values.timezone ?? 'UTC', values['dry-run'] ?? false, io)
 })
 
-function printSummary(s: ImportSummary, io: CommandIo): void {
+function printSummary (s: ImportSummary, io: CommandIo): void {
   const skipped = Object.entries(s.skipped)
   const lines = [
     `${s.dryRun ? 'dry run (nothing written)' : `imported ${s.source} as dataset version ${s.version}`} in ${s.seconds.toFixed(2)} s`,
@@ -40,7 +40,7 @@ function printSummary(s: ImportSummary, io: CommandIo): void {
   io.stdout.write(`${lines.join('\n')}\n`)
 }
 
-async function importFile(file: string, timeZone: string, dryRun: boolean, io: CommandIo): Promise<void> {
+async function importFile (file: string, timeZone: string, dryRun: boolean, io: CommandIo): Promise<void> {
   if (!isValidTimeZone(timeZone)) throw new CliError(`unknown timezone "${timeZone}" (use an IANA name such as America/Los_Angeles)`, 2)
 
   let source

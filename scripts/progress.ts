@@ -3,14 +3,14 @@ export interface ProgressStream {
   isTTY?: boolean
 }
 
-export function formatBytes(n: number): string {
+export function formatBytes (n: number): string {
   if (n < 1024) return `${n} B`
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} kB`
   if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MB`
   return `${(n / 1024 ** 3).toFixed(2)} GB`
 }
 
-export function formatDuration(seconds: number): string {
+export function formatDuration (seconds: number): string {
   const s = Math.max(0, Math.round(seconds))
   if (s < 60) return `${s} s`
   const m = Math.floor(s / 60)
@@ -31,20 +31,26 @@ export class ByteProgress {
   private drawn = false
   private readAll = false
 
-  constructor(
-    // What is being read, as the summary names it.
-    private readonly label: string,
-    // The size the bytes are counted against; null when unknown.
-    private readonly total: number | null,
-    // What the items are called: "placemarks".
-    private readonly itemName: string,
-    private readonly out: ProgressStream = process.stderr,
-    // How often the line is redrawn, in milliseconds.
-    private readonly intervalMs = 200
-  ) {}
+  // What is being read, as the summary names it.
+  private readonly label: string
+  // The size the bytes are counted against; null when unknown.
+  private readonly total: number | null
+  // What the items are called: "placemarks".
+  private readonly itemName: string
+  private readonly out: ProgressStream
+  // How often the line is redrawn, in milliseconds.
+  private readonly intervalMs: number
+
+  constructor (label: string, total: number | null, itemName: string, out: ProgressStream = process.stderr, intervalMs = 200) {
+    this.label = label
+    this.total = total
+    this.itemName = itemName
+    this.out = out
+    this.intervalMs = intervalMs
+  }
 
   /** The chunks passed through, counted as they are taken. */
-  async *count<T extends { length: number }>(chunks: AsyncIterable<T>): AsyncGenerator<T> {
+  async * count<T extends { length: number }>(chunks: AsyncIterable<T>): AsyncGenerator<T> {
     for await (const chunk of chunks) {
       this.bytes += chunk.length
       this.tick()
@@ -54,13 +60,13 @@ export class ByteProgress {
     this.tick(true)
   }
 
-  setItems(n: number): void {
+  setItems (n: number): void {
     this.items = n
     this.tick()
   }
 
   /** The line as the terminal shows it now. */
-  line(now = performance.now()): string {
+  line (now = performance.now()): string {
     const seconds = (now - this.started) / 1000
     const items = `${this.items.toLocaleString('en-US')} ${this.itemName}`
     if (this.readAll) return `read all ${formatBytes(this.bytes)}; finishing…`
@@ -74,7 +80,7 @@ export class ByteProgress {
     return `${formatBytes(this.bytes)} of ${formatBytes(this.total)} (${Math.floor(fraction * 100)}%), ${items}${estimate}`
   }
 
-  private tick(force = false): void {
+  private tick (force = false): void {
     if (!this.out.isTTY) return
     const now = performance.now()
     if (!force && now - this.lastDraw < this.intervalMs) return
@@ -84,7 +90,7 @@ export class ByteProgress {
   }
 
   /** Ends the progress: the line in place is cleared, and one summary line is written. */
-  done(): void {
+  done (): void {
     const seconds = (performance.now() - this.started) / 1000
     if (this.drawn) this.out.write('\r\x1b[2K')
     const rate = seconds > 0 ? `, ${formatBytes(Math.round(this.bytes / seconds))}/s` : ''
@@ -92,7 +98,7 @@ export class ByteProgress {
   }
 
   /** Ends the progress after a failure: the line in place is cleared, nothing else is said. */
-  abandon(): void {
+  abandon (): void {
     if (this.drawn) this.out.write('\r\x1b[2K')
     this.drawn = false
   }

@@ -21,7 +21,7 @@ export const vegasKmz = resolve(projectRoot, '..', 'shared', 'data', 'vegas-shoo
 export const vegasAbsent = existsSync(vegasKmz) ? false : `the shared test dataset is absent: ${vegasKmz}`
 
 /** Imports the shared Vegas KMZ (545 placemarks, names in Los Angeles time) into a test database. */
-export async function importVegas(handle: DatabaseHandle): Promise<void> {
+export async function importVegas (handle: DatabaseHandle): Promise<void> {
   const source = await openKmlSource(vegasKmz)
   try {
     await importPlacemarks(handle, source.chunks, { timeZone: 'America/Los_Angeles', source: 'vegas.kmz' })
@@ -53,7 +53,7 @@ const alive = (pid: number): boolean => {
  * server a file copy instead of every migration. A test process killed before its teardown (a timeout)
  * leaves its database behind: the next call drops every such database whose process is gone.
  */
-export async function createPostgresDatabase(t: Teardown, options: { migrated?: boolean; sample?: boolean } = {}): Promise<string> {
+export async function createPostgresDatabase (t: Teardown, options: { migrated?: boolean; sample?: boolean } = {}): Promise<string> {
   const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`
   const template = options.migrated || options.sample ? await migratedTemplate(options.sample) : null
   const admin = new pg.Client({ connectionString: adminUrl })
@@ -76,7 +76,7 @@ export async function createPostgresDatabase(t: Teardown, options: { migrated?: 
   return databaseUrl(name)
 }
 
-function databaseUrl(name: string): string {
+function databaseUrl (name: string): string {
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
   return url.toString()
@@ -90,7 +90,7 @@ function databaseUrl(name: string): string {
  * kept between runs; templates of other migrations or days are dropped.
  */
 const templates = new Map<string, Promise<string>>()
-function migratedTemplate(sample = false): Promise<string> {
+function migratedTemplate (sample = false): Promise<string> {
   const day = new Date().toISOString().slice(0, 10).replaceAll('-', '')
   const name = sample ? `test_sample_${schemaHash()}_${day}` : `test_template_${schemaHash()}`
   let made = templates.get(name)
@@ -112,7 +112,7 @@ function migratedTemplate(sample = false): Promise<string> {
   return made
 }
 
-async function makeTemplate(name: string, family: string, fill: (url: string) => Promise<void>, from: Promise<string> | null): Promise<string> {
+async function makeTemplate (name: string, family: string, fill: (url: string) => Promise<void>, from: Promise<string> | null): Promise<string> {
   const base = from ? await from : null
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()
@@ -139,8 +139,8 @@ async function makeTemplate(name: string, family: string, fill: (url: string) =>
 // costs about 3 s of CPU, loading a copy about 1 s. The copy is kept in the system's temporary folder
 // between test processes and runs, named after the migrations and the PGlite version.
 let migratedPglite: Promise<Blob> | undefined
-function pgliteTemplate(): Promise<Blob> {
-  return migratedPglite ??= (async () => {
+function pgliteTemplate (): Promise<Blob> {
+  return (migratedPglite ??= (async () => {
     const file = resolve(tmpdir(), `placemark-guild-pglite-${schemaHash()}-${pgliteVersion()}.tar`)
     if (existsSync(file)) return new Blob([readFileSync(file)])
     const handle = await openDatabase({ pgliteDir: 'memory://' })
@@ -155,11 +155,11 @@ function pgliteTemplate(): Promise<Blob> {
     } finally {
       await handle.close()
     }
-  })()
+  })())
 }
 
 // The migration files' contents, hashed: a template of another schema is never used.
-function schemaHash(): string {
+function schemaHash (): string {
   const dir = resolve(projectRoot, 'db', 'migrations')
   const hash = createHash('sha256')
   for (const file of readdirSync(dir).sort()) hash.update(file).update(readFileSync(resolve(dir, file)))
@@ -178,7 +178,7 @@ export interface TestDatabaseOptions {
  * A migrated database of the given kind (PostgreSQL unless said otherwise), empty or with the sample
  * data, closed when the test ends.
  */
-export async function openTestDatabase(t: Teardown, options: DbKind | TestDatabaseOptions = {}): Promise<DatabaseHandle> {
+export async function openTestDatabase (t: Teardown, options: DbKind | TestDatabaseOptions = {}): Promise<DatabaseHandle> {
   const { kind = 'postgres', sample = false } = typeof options === 'string' ? { kind: options } : options
   const handle = kind === 'postgres'
     ? await openDatabase({ url: await createPostgresDatabase(t, { migrated: true, sample }), poolMax: 5 })
@@ -196,7 +196,7 @@ export const testSecrets = {
   JWT_REFRESH_SECRET: 'test-refresh-secret-0123456789abcdefghijklmnopqrstuvwxyz'
 }
 
-export function testConfig(overrides: Partial<Config> = {}, env: Record<string, string> = {}): Config {
+export function testConfig (overrides: Partial<Config> = {}, env: Record<string, string> = {}): Config {
   // Load shedding is off unless a test turns it on: an in-process PGlite import stalls the test's own event loop.
   return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', SEED_SAMPLE_DATA: 'false', MAX_EVENT_LOOP_DELAY_MS: '0', ...testSecrets, ...env }, overrides)
 }
@@ -210,14 +210,14 @@ export interface BuildOptions {
 }
 
 /** The server as server.ts builds it: Fastify with the app's options, the app registered as a plugin. */
-export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
+export async function buildApp (options: BuildOptions): Promise<FastifyInstance> {
   const server = Fastify({ ...serverOptions(options.config), logger: options.logger ?? false }).withTypeProvider<TypeBoxTypeProvider>()
   if (options.onRoute) server.addHook('onRoute', options.onRoute)
   await server.register(fp(app, { name: 'app' }), { config: options.config, db: options.db })
   return server as unknown as FastifyInstance
 }
 
-export async function buildTestApp(t: Teardown, handle: DatabaseHandle, overrides: Partial<Config> = {}, env: Record<string, string> = {}): Promise<FastifyInstance> {
+export async function buildTestApp (t: Teardown, handle: DatabaseHandle, overrides: Partial<Config> = {}, env: Record<string, string> = {}): Promise<FastifyInstance> {
   const app = await buildApp({ config: testConfig(overrides, env), db: handle, logger: false })
   await app.ready()
   t.teardown(() => app.close())
@@ -225,7 +225,7 @@ export async function buildTestApp(t: Teardown, handle: DatabaseHandle, override
 }
 
 /** A loopback port free right now: for servers whose public address must be known before they listen. */
-export async function freePort(): Promise<number> {
+export async function freePort (): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo

@@ -8,7 +8,10 @@ const app = express()
 for (const [path, answers] of byPath(readAnswers(process.argv[2]))) {
   app.get(path, (req, res) => {
     const answer = answers.get(req.originalUrl)
-    if (!answer) return void res.sendStatus(404)
+    if (!answer) {
+      res.sendStatus(404)
+      return
+    }
     res.set('content-type', answer.contentType).send(answer.body)
   })
 }

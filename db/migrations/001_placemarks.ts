@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 
-export async function up(db: Kysely<unknown>): Promise<void> {
+export async function up (db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE placemarks (
       id integer PRIMARY KEY,
@@ -45,7 +45,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     )`.execute(db)
 }
 
-export async function down(db: Kysely<unknown>): Promise<void> {
+export async function down (db: Kysely<unknown>): Promise<void> {
   for (const table of ['dataset', 'folders', 'styles', 'placemarks']) {
     await sql`DROP TABLE IF EXISTS ${sql.table(table)}`.execute(db)
   }

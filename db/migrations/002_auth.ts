@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 
-export async function up(db: Kysely<unknown>): Promise<void> {
+export async function up (db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE users (
       id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -47,7 +47,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE INDEX refresh_tokens_session_idx ON refresh_tokens (session_id)`.execute(db)
 }
 
-export async function down(db: Kysely<unknown>): Promise<void> {
+export async function down (db: Kysely<unknown>): Promise<void> {
   for (const table of ['refresh_tokens', 'sessions', 'user_guilds', 'users']) {
     await sql`DROP TABLE IF EXISTS ${sql.table(table)}`.execute(db)
   }

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 
-export async function up(db: Kysely<unknown>): Promise<void> {
+export async function up (db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE activity_events (
       guild_id text NOT NULL,
@@ -33,7 +33,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     )`.execute(db)
 }
 
-export async function down(db: Kysely<unknown>): Promise<void> {
+export async function down (db: Kysely<unknown>): Promise<void> {
   for (const table of ['activity_totals', 'activity_daily', 'activity_events']) {
     await sql`DROP TABLE IF EXISTS ${sql.table(table)}`.execute(db)
   }

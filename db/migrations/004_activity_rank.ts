@@ -10,7 +10,7 @@ import { sql, type Kysely } from 'kysely'
  *   index, so a query without `since` reads only `limit` index entries.
  * Existing rows are kept.
  */
-export async function up(db: Kysely<unknown>): Promise<void> {
+export async function up (db: Kysely<unknown>): Promise<void> {
   await sql`
     ALTER TABLE activity_events
       ALTER COLUMN guild_id TYPE text COLLATE "C",
@@ -37,7 +37,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       WHERE typing_count > 0`.execute(db)
 }
 
-export async function down(db: Kysely<unknown>): Promise<void> {
+export async function down (db: Kysely<unknown>): Promise<void> {
   await sql`DROP INDEX activity_users_ghost_rank_idx`.execute(db)
   await sql`ALTER TABLE activity_users DROP CONSTRAINT activity_users_pkey`.execute(db)
   await sql`

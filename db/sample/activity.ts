@@ -7,7 +7,7 @@ import { syntheticActivity } from '../../lib/activity/synthetic.ts'
 export const demoActivity = { guilds: 3, users: 60, events: 5000, seed: 1 }
 
 /** Seeds demo guild activity, ending now, when there is no activity at all; null when there was. */
-export async function seedDemoActivityIfEmpty(handle: DatabaseHandle): Promise<LoadSummary | null> {
+export async function seedDemoActivityIfEmpty (handle: DatabaseHandle): Promise<LoadSummary | null> {
   const { rows } = await sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM activity_users) AS present`.execute(handle.db)
   if (rows[0].present) return null
   // Ending now, so that a recent `since` finds events.

@@ -8,12 +8,12 @@ export const samplePath = fileURLToPath(new URL('./sample.kml', import.meta.url)
 // The sample's names hold Las Vegas local times.
 export const sampleTimeZone = 'America/Los_Angeles'
 
-export async function seedSample(handle: DatabaseHandle): Promise<ImportSummary> {
+export async function seedSample (handle: DatabaseHandle): Promise<ImportSummary> {
   return importPlacemarks(handle, createReadStream(samplePath), { timeZone: sampleTimeZone, source: 'sample.kml' })
 }
 
 // First start only: a database that has ever been imported into is left alone.
-export async function seedSampleIfEmpty(handle: DatabaseHandle): Promise<ImportSummary | null> {
+export async function seedSampleIfEmpty (handle: DatabaseHandle): Promise<ImportSummary | null> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM dataset`.execute(handle.db)
   if (rows[0].n > 0) return null
   return seedSample(handle)

@@ -20,7 +20,7 @@ const daysInMonth = (year: number, month: number) =>
  * impossible fields (2025-02-30, 24:00, +25:00) instead of rolling them over. A time without a zone is
  * UTC (when allowed); digits below the millisecond are dropped.
  */
-export function parseInstant(text: string, rules: InstantRules): number | null {
+export function parseInstant (text: string, rules: InstantRules): number | null {
   const m = ISO.exec(text)
   if (!m) return null
   const [, y, mo, d, h, mi, s, frac, zulu, sign, oh, om] = m
@@ -48,7 +48,7 @@ export function parseInstant(text: string, rules: InstantRules): number | null {
 
 const inRange = (ms: number): number | null => (ms >= MIN_INSTANT && ms <= MAX_INSTANT ? ms : null)
 
-function utc(year: number, month: number, day: number, hour: number, minute: number, second: number, ms: number): number {
+function utc (year: number, month: number, day: number, hour: number, minute: number, second: number, ms: number): number {
   const date = new Date(Date.UTC(2000, month - 1, day, hour, minute, second, ms))
   // Date.UTC maps years 0..99 to 1900..1999; setting the year afterwards keeps it literal.
   date.setUTCFullYear(year)
@@ -62,7 +62,7 @@ const THREE_DIGITS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3
  * A formatter equal to `new Date(ms).toISOString()` for instants in years 1970..9999, several times
  * faster when consecutive calls fall on the same day (it keeps the last day's date part).
  */
-export function isoFormatter(): (ms: number) => string {
+export function isoFormatter (): (ms: number) => string {
   let dayStart = NaN
   let prefix = ''
   return (ms) => {

@@ -68,11 +68,11 @@ const MEMBER_COLUMNS: Columns = {
 }
 
 // PostgreSQL: one COPY ... FROM STDIN.
-function copySink(client: pg.PoolClient, table: string, columns: Columns): RowSink {
+function copySink (client: pg.PoolClient, table: string, columns: Columns): RowSink {
   const writer = copyWriter(client, `COPY ${table} (${columns.names.join(', ')}) FROM STDIN`, 512 * 1024)
   const { escape } = columns
   return {
-    add(row) {
+    add (row) {
       let line = ''
       for (let i = 0; i < row.length; i++) {
         const v = row[i]
@@ -87,7 +87,7 @@ function copySink(client: pg.PoolClient, table: string, columns: Columns): RowSi
 }
 
 // Elsewhere: batched INSERT ... SELECT FROM unnest(...), one array parameter per column.
-function insertSink(client: pg.PoolClient, table: string, columns: Columns, batchSize: number): RowSink {
+function insertSink (client: pg.PoolClient, table: string, columns: Columns, batchSize: number): RowSink {
   const text = `INSERT INTO ${table} (${columns.names.join(', ')}) SELECT * FROM unnest(${columns.types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`
   let arrays: Value[][] = columns.names.map(() => [])
   const flush = async () => {
@@ -97,13 +97,13 @@ function insertSink(client: pg.PoolClient, table: string, columns: Columns, batc
     await client.query(text, values)
   }
   return {
-    add(row) {
+    add (row) {
       for (let i = 0; i < row.length; i++) arrays[i].push(row[i])
       if (arrays[0].length >= batchSize) return flush()
       return undefined
     },
     close: flush,
-    abort() { arrays = columns.names.map(() => []) }
+    abort () { arrays = columns.names.map(() => []) }
   }
 }
 
@@ -120,7 +120,7 @@ class Rollup {
   private lastCell: DayCell | null = null
   private lastMember: Member | null = null
 
-  add(e: ActivityEvent, at: string): void {
+  add (e: ActivityEvent, at: string): void {
     let cell = this.lastCell
     if (cell === null || cell.userId !== e.userId || cell.guildId !== e.guildId || !at.startsWith(cell.day)) {
       const day = at.slice(0, 10)
@@ -159,7 +159,7 @@ class Rollup {
     }
   }
 
-  clear(): void {
+  clear (): void {
     this.cells = new Map()
     this.members = new Map()
     this.lastCell = null
@@ -172,7 +172,7 @@ const isCanonical = (s: string) => s.length === 24 && s.charCodeAt(23) === 90 &&
   s.charCodeAt(19) === 46 && s.charCodeAt(4) === 45 && s.charCodeAt(7) === 45 && s.charCodeAt(13) === 58 && s.charCodeAt(16) === 58
 
 // The loader's form of createdAt: strings then sort like the instants and slice to their UTC day.
-function canonicalInstant(createdAt: string): string {
+function canonicalInstant (createdAt: string): string {
   if (isCanonical(createdAt)) return createdAt
   const ms = typeof createdAt === 'string' ? parseInstant(createdAt, { requireZone: true, allowDateOnly: false }) : null
   if (ms === null) throw new Error(`invalid createdAt: ${JSON.stringify(createdAt)}`)
@@ -186,7 +186,7 @@ const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
  * filling an empty table and then building each index once is several times faster than
  * maintaining the indexes row by row.
  */
-async function dropIndexes(client: pg.PoolClient, table: string): Promise<string[]> {
+async function dropIndexes (client: pg.PoolClient, table: string): Promise<string[]> {
   const { rows } = await client.query<{ name: string; definition: string; constraint: string | null; kind: string | null }>(`
     SELECT ci.relname AS name, pg_get_indexdef(i.indexrelid) AS definition, con.conname AS constraint, con.contype AS kind
     FROM pg_index i
@@ -219,7 +219,7 @@ async function dropIndexes(client: pg.PoolClient, table: string): Promise<string
  * indexes, which are rebuilt before commit; that holds its exclusive lock until the commit. Into a
  * filled activity_events, PostgreSQL loads stage the rows and insert them sorted like the index.
  */
-export async function loadActivity(handle: DatabaseHandle, events: AsyncIterable<ActivityEvent> | Iterable<ActivityEvent>, options: LoadOptions = {}): Promise<LoadSummary> {
+export async function loadActivity (handle: DatabaseHandle, events: AsyncIterable<ActivityEvent> | Iterable<ActivityEvent>, options: LoadOptions = {}): Promise<LoadSummary> {
   const started = performance.now()
   const batchSize = options.batchSize ?? 5000
   const maxRollupRows = options.maxRollupRows ?? 1_000_000
@@ -327,7 +327,9 @@ export async function loadActivity(handle: DatabaseHandle, events: AsyncIterable
     await client.query(`
       INSERT INTO activity_daily AS d (guild_id, day, user_id, typing_count, message_count)
       ${dailyRows}
-      ${empty.daily ? '' : `ORDER BY 1, 2, 3 ON CONFLICT (guild_id, day, user_id) DO UPDATE SET
+      ${empty.daily
+? ''
+: `ORDER BY 1, 2, 3 ON CONFLICT (guild_id, day, user_id) DO UPDATE SET
         typing_count = d.typing_count + EXCLUDED.typing_count,
         message_count = d.message_count + EXCLUDED.message_count`}`)
     const memberRows = staged === 1
@@ -337,7 +339,9 @@ export async function loadActivity(handle: DatabaseHandle, events: AsyncIterable
     await client.query(`
       INSERT INTO activity_users AS u (guild_id, user_id, username, last_seen_at, typing_count, message_count)
       ${memberRows}
-      ${empty.users ? '' : `ORDER BY 1, 2 ON CONFLICT (guild_id, user_id) DO UPDATE SET
+      ${empty.users
+? ''
+: `ORDER BY 1, 2 ON CONFLICT (guild_id, user_id) DO UPDATE SET
         typing_count = u.typing_count + EXCLUDED.typing_count,
         message_count = u.message_count + EXCLUDED.message_count,
         username = CASE WHEN EXCLUDED.last_seen_at >= u.last_seen_at THEN EXCLUDED.username ELSE u.username END,

@@ -30,7 +30,7 @@ const checkText = (value: unknown, name: string, max: number): string | null => 
  * Validates one NDJSON line: the event (createdAt normalised to UTC, other fields ignored) or the
  * reason it is refused.
  */
-export function parseActivityLine(line: string): ActivityEvent | string {
+export function parseActivityLine (line: string): ActivityEvent | string {
   let value: unknown
   try {
     value = JSON.parse(line)
@@ -71,7 +71,7 @@ const describeBytes = (n: number) => (n % (1024 * 1024) === 0 ? `${n} bytes (${n
  * reported as invalid as soon as it passes the limit, and the rest of it is skipped without being
  * kept, so memory stays within about one line of the limit whatever the input.
  */
-export async function* readActivityLines(input: Readable | AsyncIterable<Buffer | string>, options: ReadLinesOptions = {}): AsyncGenerator<LineResult> {
+export async function * readActivityLines (input: Readable | AsyncIterable<Buffer | string>, options: ReadLinesOptions = {}): AsyncGenerator<LineResult> {
   const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES
   const tooLong = `line is longer than ${describeBytes(maxLineBytes)}`
   let lineNumber = 0

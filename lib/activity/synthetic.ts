@@ -21,7 +21,7 @@ const DAY = 86_400_000
 const SECOND = 1000
 
 // A stable per-user value in [0, 1) from the seed and the user's number (no generator state consumed).
-function userTrait(seed: number, n: number, salt: number): number {
+function userTrait (seed: number, n: number, salt: number): number {
   let h = Math.imul(n ^ Math.imul(seed, 0x9e3779b1) ^ salt, 0x85ebca6b)
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
   return ((h ^ (h >>> 16)) >>> 0) / 4294967296
@@ -38,7 +38,7 @@ function userTrait(seed: number, n: number, salt: number): number {
  * members change username once. The first guild is the development identity provider's demo guild,
  * and its first members are the demo users with their usernames.
  */
-export function* syntheticActivity(o: SyntheticOptions): Generator<ActivityEvent> {
+export function * syntheticActivity (o: SyntheticOptions): Generator<ActivityEvent> {
   const rand = mulberry32(o.seed)
   const end = (o.end ?? SYNTHETIC_END).getTime()
   const days = o.days ?? SYNTHETIC_DAYS

@@ -22,7 +22,7 @@ export interface IdpGuild { id: string; name: string; icon: string | null; owner
  * The provider's settings: the IDP_* ones, or for the development provider its routes under /dev/idp
  * on PUBLIC_URL, the one address known before the server listens (the token exchange calls it too).
  */
-export function identityProviderSettings(config: Config, devClientSecret: string | null): IdpSettings {
+export function identityProviderSettings (config: Config, devClientSecret: string | null): IdpSettings {
   const dev = `${config.PUBLIC_URL}/dev/idp`
   const devUrl = (path: string) => (config.devIdp ? `${dev}${path}` : '')
   return {
@@ -48,8 +48,8 @@ const unavailable = () => new HttpError(502, 'Identity provider unavailable')
  * The code exchange's failure as our answer: the provider refusing the code (a 4xx) is the caller's
  * failed sign-in; anything else (unreachable, a timeout, a 5xx, a body that is not JSON) is a 502.
  */
-export function exchangeFailure(err: unknown): HttpError {
-  const status = (err as { output?: { statusCode?: unknown }; data?: { isResponseError?: unknown } })
+export function exchangeFailure (err: unknown): HttpError {
+  const status = err as { output?: { statusCode?: unknown }; data?: { isResponseError?: unknown } }
   const code = typeof status.output?.statusCode === 'number' ? status.output.statusCode : 0
   // Wreck marks the provider's own error answers; its other errors (connection, timeout, parse) are ours.
   const fromProvider = status.data?.isResponseError === true
@@ -58,7 +58,7 @@ export function exchangeFailure(err: unknown): HttpError {
 }
 
 /** Whether the granted scope holds identify and guilds. */
-export function grantsRequiredScopes(scope: unknown): boolean {
+export function grantsRequiredScopes (scope: unknown): boolean {
   const scopes = typeof scope === 'string' ? scope.split(/[\s,]+/) : Array.isArray(scope) ? scope.map(String) : []
   return REQUIRED_SCOPES.every((s) => scopes.includes(s))
 }
@@ -90,7 +90,7 @@ const GuildsAnswer = Type.Array(Type.Object({
 
 const unusable = () => new HttpError(502, 'Identity provider returned an unusable answer')
 
-async function call(url: string, accessToken: string, timeoutMs: number): Promise<unknown> {
+async function call (url: string, accessToken: string, timeoutMs: number): Promise<unknown> {
   let res: Response
   try {
     res = await fetch(url, { headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' }, redirect: 'error', signal: AbortSignal.timeout(timeoutMs) })
@@ -110,7 +110,7 @@ async function call(url: string, accessToken: string, timeoutMs: number): Promis
 }
 
 // The answer as text, refused past maxBytes without reading the rest.
-async function readBounded(res: Response, maxBytes: number): Promise<string> {
+async function readBounded (res: Response, maxBytes: number): Promise<string> {
   if (Number(res.headers.get('content-length') ?? 0) > maxBytes) {
     await res.body?.cancel().catch(() => {})
     throw unusable()
@@ -137,7 +137,7 @@ async function readBounded(res: Response, maxBytes: number): Promise<string> {
  * Answers are validated before anything is stored: wrong types, over-long or NUL-bearing strings, more
  * than 1000 guilds or a malformed permission set make the sign-in a 502, never a 500 or a stored oddity.
  */
-export async function fetchIdentity(settings: IdpSettings, accessToken: string): Promise<{ user: IdpUser; guilds: IdpGuild[] }> {
+export async function fetchIdentity (settings: IdpSettings, accessToken: string): Promise<{ user: IdpUser; guilds: IdpGuild[] }> {
   const [rawUser, rawGuilds] = await Promise.all([
     call(settings.userUrl, accessToken, settings.timeoutMs),
     call(settings.guildsUrl, accessToken, settings.timeoutMs)

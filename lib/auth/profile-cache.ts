@@ -28,7 +28,7 @@ export class ProfileCache<V extends object> {
   readonly #lru: LRUCache<string, V>
   readonly #feed: ChangeFeed
 
-  constructor(opts: ProfileCacheOptions<V>) {
+  constructor (opts: ProfileCacheOptions<V>) {
     this.#lru = new LRUCache<string, V>({
       max: Math.max(1, opts.maxEntries),
       ttl: opts.ttlMs,
@@ -38,39 +38,46 @@ export class ProfileCache<V extends object> {
       fetchMethod: (userId) => opts.load(userId)
     })
     this.#feed = new ChangeFeed({
-      db: opts.db, table: 'users', column: 'updated_at', pollMs: opts.pollMs, since: new Date(),
-      redis: opts.redis, channel: PROFILE_CHANNEL, onChange: (id) => this.invalidate(id), onError: opts.onError
+      db: opts.db,
+      table: 'users',
+      column: 'updated_at',
+      pollMs: opts.pollMs,
+      since: new Date(),
+      redis: opts.redis,
+      channel: PROFILE_CHANNEL,
+      onChange: (id) => this.invalidate(id),
+      onError: opts.onError
     })
   }
 
   /** The cached profile if it is there and fresh, without waiting for anything. */
-  peek(userId: string): V | undefined {
+  peek (userId: string): V | undefined {
     return this.#lru.get(userId)
   }
 
-  get(userId: string): Promise<V | undefined> {
+  get (userId: string): Promise<V | undefined> {
     return this.#lru.fetch(userId)
   }
 
-  invalidate(userId: string): void {
+  invalidate (userId: string): void {
     this.#lru.delete(userId)
   }
 
   // This instance changed the user: drop it here and tell the other instances.
-  async changed(userId: string): Promise<void> {
+  async changed (userId: string): Promise<void> {
     this.invalidate(userId)
     await this.#feed.publish(userId)
   }
 
-  get size(): number {
+  get size (): number {
     return this.#lru.size
   }
 
-  start(): Promise<void> {
+  start (): Promise<void> {
     return this.#feed.start()
   }
 
-  stop(): Promise<void> {
+  stop (): Promise<void> {
     return this.#feed.stop()
   }
 }

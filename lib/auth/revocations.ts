@@ -12,48 +12,58 @@ import { ChangeFeed } from '../change-feed.ts'
 export class RevocationList {
   #revoked = new Map<string, number>()
   readonly #feed: ChangeFeed
+  private readonly accessTtlMs: number
 
-  constructor(
+  constructor (
     db: Kysely<Database>,
-    private readonly accessTtlMs: number,
+    accessTtlMs: number,
     pollMs: number,
     redis: Redis | null,
     onError: (err: unknown) => void
   ) {
+    this.accessTtlMs = accessTtlMs
     this.#feed = new ChangeFeed({
-      db, table: 'sessions', column: 'revoked_at', pollMs, since: new Date(Date.now() - accessTtlMs),
-      redis, channel: 'session-revoked', onChange: (id, at) => this.add(id, at), onPolled: () => this.#prune(), onError
+      db,
+      table: 'sessions',
+      column: 'revoked_at',
+      pollMs,
+      since: new Date(Date.now() - accessTtlMs),
+      redis,
+      channel: 'session-revoked',
+      onChange: (id, at) => this.add(id, at),
+      onPolled: () => this.#prune(),
+      onError
     })
   }
 
-  has(sessionId: string): boolean {
+  has (sessionId: string): boolean {
     return this.#revoked.has(sessionId)
   }
 
-  get size(): number {
+  get size (): number {
     return this.#revoked.size
   }
 
-  add(sessionId: string, at = Date.now()): void {
+  add (sessionId: string, at = Date.now()): void {
     this.#revoked.set(sessionId, at)
   }
 
   // Marks a session revoked here and tells the other instances.
-  async announce(sessionId: string): Promise<void> {
+  async announce (sessionId: string): Promise<void> {
     this.add(sessionId)
     await this.#feed.publish(sessionId)
   }
 
-  #prune(): void {
+  #prune (): void {
     const horizon = Date.now() - this.accessTtlMs - 60_000
     for (const [id, at] of this.#revoked) if (at < horizon) this.#revoked.delete(id)
   }
 
-  async start(): Promise<void> {
+  async start (): Promise<void> {
     await this.#feed.start()
   }
 
-  async stop(): Promise<void> {
+  async stop (): Promise<void> {
     await this.#feed.stop()
   }
 }

@@ -26,7 +26,7 @@ export interface SigninGuard {
 }
 
 /** The length of an IP's nth block (1-based): blockMs, doubling, at most maxBlockMs. */
-export function blockDuration(nth: number, s: SigninGuardSettings): number {
+export function blockDuration (nth: number, s: SigninGuardSettings): number {
   return Math.min(s.blockMs * 2 ** Math.min(nth - 1, 30), s.maxBlockMs)
 }
 
@@ -34,9 +34,12 @@ interface Entry { attempts: number; lastAttempt: number; blocks: number; lastBlo
 
 export class MemorySigninGuard implements SigninGuard {
   #entries = new Map<string, Entry>()
-  constructor(private readonly settings: SigninGuardSettings) {}
+  private readonly settings: SigninGuardSettings
+  constructor (settings: SigninGuardSettings) {
+    this.settings = settings
+  }
 
-  async begin(ip: string): Promise<number> {
+  async begin (ip: string): Promise<number> {
     const now = Date.now()
     const s = this.settings
     let e = this.#entries.get(ip)
@@ -60,12 +63,12 @@ export class MemorySigninGuard implements SigninGuard {
     return 0
   }
 
-  async release(ip: string): Promise<void> {
+  async release (ip: string): Promise<void> {
     const e = this.#entries.get(ip)
     if (e && e.attempts > 0) e.attempts--
   }
 
-  #prune(now: number): void {
+  #prune (now: number): void {
     const s = this.settings
     for (const [ip, e] of this.#entries) {
       if (e.blockedUntil < now && now - e.lastAttempt > s.windowMs && now - e.lastBlock > s.blockMemoryMs) this.#entries.delete(ip)
@@ -107,13 +110,20 @@ return 0
 
 /** The same rule kept in Redis so that every instance sees the same counts and blocks. */
 export class RedisSigninGuard implements SigninGuard {
-  constructor(private readonly redis: Redis, private readonly settings: SigninGuardSettings, private readonly fallback: SigninGuard) {}
+  private readonly redis: Redis
+  private readonly settings: SigninGuardSettings
+  private readonly fallback: SigninGuard
+  constructor (redis: Redis, settings: SigninGuardSettings, fallback: SigninGuard) {
+    this.redis = redis
+    this.settings = settings
+    this.fallback = fallback
+  }
 
-  #key(ip: string) {
+  #key (ip: string) {
     return `signin:${ip}`
   }
 
-  async begin(ip: string): Promise<number> {
+  async begin (ip: string): Promise<number> {
     const s = this.settings
     try {
       const wait = await this.redis.eval(BEGIN_SCRIPT, 1, this.#key(ip), Date.now(), s.maxFailures, s.windowMs, s.blockMs, s.maxBlockMs, s.blockMemoryMs)
@@ -124,7 +134,7 @@ export class RedisSigninGuard implements SigninGuard {
     }
   }
 
-  async release(ip: string): Promise<void> {
+  async release (ip: string): Promise<void> {
     try {
       await this.redis.eval(RELEASE_SCRIPT, 1, this.#key(ip))
     } catch {

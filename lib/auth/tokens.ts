@@ -27,20 +27,20 @@ export interface RefreshClaims {
 const isString = (v: unknown): v is string => typeof v === 'string' && v.length > 0
 
 /** A verified payload that has an access token's shape (a refresh token or another JWT does not). */
-export function isAccessClaims(claims: Record<string, unknown>): claims is Record<string, unknown> & AccessClaims {
+export function isAccessClaims (claims: Record<string, unknown>): claims is Record<string, unknown> & AccessClaims {
   return claims.type === undefined && isString(claims.sid) && isString(claims.userId) && (claims.role === 'USER' || claims.role === 'ADMIN')
 }
 
 /** A verified payload that has a refresh token's shape. */
-export function isRefreshClaims(claims: Record<string, unknown>): claims is Record<string, unknown> & RefreshClaims {
+export function isRefreshClaims (claims: Record<string, unknown>): claims is Record<string, unknown> & RefreshClaims {
   return claims.type === 'refresh' && isString(claims.tokenId) && isString(claims.userId)
 }
 
 // Refresh token ids are stored hashed: a leaked table cannot be replayed.
-export function hashTokenId(tokenId: string): string {
+export function hashTokenId (tokenId: string): string {
   return createHash('sha256').update(tokenId).digest('hex')
 }
 
-export function randomSecret(): string {
+export function randomSecret (): string {
   return randomBytes(48).toString('base64url')
 }

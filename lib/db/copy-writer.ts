@@ -19,7 +19,7 @@ export interface CopyWriter {
  * One `COPY ... FROM STDIN` on the client, fed in chunks of about chunkBytes with back-pressure, so a
  * load streams at the pace PostgreSQL takes rows. An error of the COPY surfaces at the next write.
  */
-export function copyWriter(client: pg.PoolClient, statement: string, chunkBytes = 256 * 1024): CopyWriter {
+export function copyWriter (client: pg.PoolClient, statement: string, chunkBytes = 256 * 1024): CopyWriter {
   const stream = client.query(copyFrom(statement))
   let failure: Error | null = null
   stream.on('error', (err: Error) => { failure = err })
@@ -33,16 +33,16 @@ export function copyWriter(client: pg.PoolClient, statement: string, chunkBytes 
     if (failure) throw failure
   }
   return {
-    write(text) {
+    write (text) {
       pending += text
       return pending.length >= chunkBytes ? flush() : undefined
     },
-    async end() {
+    async end () {
       await flush()
       stream.end()
       await once(stream, 'finish')
       if (failure) throw failure
     },
-    destroy() { stream.destroy() }
+    destroy () { stream.destroy() }
   }
 }

@@ -20,7 +20,7 @@ export interface SummaryBytes {
 }
 
 /** The same from summaries serialized one by one (the database path). */
-export function joinSummaries(summaries: string[]): SummaryBytes {
+export function joinSummaries (summaries: string[]): SummaryBytes {
   const bytes = Buffer.from(summaries.join(','))
   return { count: summaries.length, byteLength: bytes.length, copyTo: (target, offset) => { bytes.copy(target, offset) } }
 }
@@ -31,7 +31,7 @@ const COMMA = 0x2c
 const CHUNK_BYTES = 4 * 1024 * 1024
 
 // A typed array twice as long, holding the old contents.
-function grown<T extends Float64Array | Uint32Array>(a: T): T {
+function grown<T extends Float64Array | Uint32Array> (a: T): T {
   const b = new (a.constructor as new (n: number) => T)(a.length * 2)
   b.set(a)
   return b
@@ -62,7 +62,7 @@ export class BoxIndexBuilder {
   private packedLength = 0
   bytes = 0
 
-  add(p: IndexedPlacemark): void {
+  add (p: IndexedPlacemark): void {
     if (!Number.isInteger(p.id) || p.id < 0 || p.id > 0xffffffff) throw new Error(`placemark id ${p.id} is not a 32-bit unsigned integer`)
     // A geometry without positions has infinite bounds and intersects nothing: it never enters the index.
     if (!(Number.isFinite(p.minLon) && Number.isFinite(p.minLat) && Number.isFinite(p.maxLon) && Number.isFinite(p.maxLat))) return
@@ -93,7 +93,7 @@ export class BoxIndexBuilder {
     this.bytes += length
   }
 
-  private pack(numbers: number[]): number {
+  private pack (numbers: number[]): number {
     const at = this.packedLength
     while (at + numbers.length > this.packed.length) this.packed = grown(this.packed)
     this.packed.set(numbers, at)
@@ -101,13 +101,13 @@ export class BoxIndexBuilder {
     return at
   }
 
-  private flush(): void {
+  private flush (): void {
     this.chunks.push(Buffer.from(this.pending.join('')))
     this.pending = []
     this.pendingBytes = 0
   }
 
-  finish(): BoxIndex {
+  finish (): BoxIndex {
     if (this.pending.length) this.flush()
     const n = this.count
     return new BoxIndex(n, this.ids.slice(0, n), this.bounds.slice(0, 4 * n), this.chunks, this.chunkOf.slice(0, n), this.offsetOf.slice(0, n),
@@ -126,9 +126,27 @@ const MAX_RUNS = 64
 export class BoxIndex {
   private readonly tree: Flatbush | null
 
-  constructor(readonly size: number, private readonly ids: Uint32Array, private readonly bounds: Float64Array, private readonly chunks: Buffer[],
-    private readonly chunkOf: Uint32Array, private readonly offsetOf: Uint32Array, private readonly lengthOf: Uint32Array,
-    private readonly geometryAt: Uint32Array, private readonly packed: Float64Array, readonly bytes: number) {
+  readonly size: number
+  private readonly ids: Uint32Array
+  private readonly bounds: Float64Array
+  private readonly chunks: Buffer[]
+  private readonly chunkOf: Uint32Array
+  private readonly offsetOf: Uint32Array
+  private readonly lengthOf: Uint32Array
+  private readonly geometryAt: Uint32Array
+  private readonly packed: Float64Array
+  readonly bytes: number
+  constructor (size: number, ids: Uint32Array, bounds: Float64Array, chunks: Buffer[], chunkOf: Uint32Array, offsetOf: Uint32Array, lengthOf: Uint32Array, geometryAt: Uint32Array, packed: Float64Array, bytes: number) {
+    this.size = size
+    this.ids = ids
+    this.bounds = bounds
+    this.chunks = chunks
+    this.chunkOf = chunkOf
+    this.offsetOf = offsetOf
+    this.lengthOf = lengthOf
+    this.geometryAt = geometryAt
+    this.packed = packed
+    this.bytes = bytes
     if (size === 0) {
       this.tree = null
       return
@@ -140,19 +158,19 @@ export class BoxIndex {
   }
 
   /** Memory held: summaries, tree, packed geometries and the per-entry arrays. */
-  get memoryBytes(): number {
+  get memoryBytes (): number {
     return this.bytes + (this.tree ? this.tree.data.byteLength : 0) + this.ids.byteLength + this.bounds.byteLength +
       this.chunkOf.byteLength + this.offsetOf.byteLength + this.lengthOf.byteLength + this.geometryAt.byteLength + this.packed.byteLength
   }
 
   // Bounds wholly inside a box: every position is inside, so the geometry intersects it.
-  private inside(i: number, b: Box): boolean {
+  private inside (i: number, b: Box): boolean {
     const o = 4 * i
     return this.bounds[o] >= b.minLon && this.bounds[o + 1] >= b.minLat && this.bounds[o + 2] <= b.maxLon && this.bounds[o + 3] <= b.maxLat
   }
 
   /** The serialized summaries of the first `limit` placemarks (by id) intersecting the box. */
-  search(box: Box, limit: number): SummaryBytes {
+  search (box: Box, limit: number): SummaryBytes {
     const entries = this.tree ? this.entriesIn(box, limit) : []
     let byteLength = Math.max(0, entries.length - 1)
     for (const i of entries) byteLength += this.lengthOf[i]
@@ -172,7 +190,7 @@ export class BoxIndex {
     }
   }
 
-  private entriesIn(box: Box, limit: number): number[] {
+  private entriesIn (box: Box, limit: number): number[] {
     const parts = splitBox(box)
     let found = this.tree!.search(parts[0].minLon, parts[0].minLat, parts[0].maxLon, parts[0].maxLat)
     if (parts.length > 1) found = found.concat(this.tree!.search(parts[1].minLon, parts[1].minLat, parts[1].maxLon, parts[1].maxLat))
@@ -217,7 +235,7 @@ export class BoxIndex {
    * The positions in ascending order: a radix sort, one pass per byte that varies, into a reused buffer
    * (valid until the next call). Typed arrays' own sort took a quarter of a box query's time.
    */
-  private sortedPositions(found: number[]): Uint32Array {
+  private sortedPositions (found: number[]): Uint32Array {
     const n = found.length
     if (this.scratch.length < n) {
       this.scratch = new Uint32Array(2 * n)
@@ -254,13 +272,13 @@ export class BoxIndex {
   }
 
   // The first `limit` entries of a list in id order that intersect the box.
-  private filter(entries: number[], limit: number, box: Box, parts: Box[]): number[] {
+  private filter (entries: number[], limit: number, box: Box, parts: Box[]): number[] {
     const out: number[] = []
     for (let k = 0; k < entries.length && out.length < limit; k++) if (this.matches(entries[k], box, parts)) out.push(entries[k])
     return out
   }
 
-  private matches(i: number, box: Box, parts: Box[]): boolean {
+  private matches (i: number, box: Box, parts: Box[]): boolean {
     const at = this.geometryAt[i]
     if (at === NO_GEOMETRY) return true
     for (const part of parts) if (this.inside(i, part)) return true

@@ -8,7 +8,7 @@ export type Geometry =
 export interface Box { minLon: number; minLat: number; maxLon: number; maxLat: number }
 
 /** The box as planar rectangles: itself, or its two halves either side of the antimeridian. */
-export function splitBox(box: Box): Box[] {
+export function splitBox (box: Box): Box[] {
   if (box.minLon <= box.maxLon) return [box]
   return [
     { minLon: box.minLon, minLat: box.minLat, maxLon: 180, maxLat: box.maxLat },
@@ -17,7 +17,7 @@ export function splitBox(box: Box): Box[] {
 }
 
 /** Bounding box of a geometry (of the outer ring for a polygon); empty geometries give infinite bounds. */
-export function boundsOf(g: Geometry): Box {
+export function boundsOf (g: Geometry): Box {
   const points: Position[] = g.type === 'Point' ? [g.coordinates] : g.type === 'LineString' ? g.coordinates : (g.coordinates[0] ?? [])
   let minLon = Infinity
   let minLat = Infinity
@@ -42,7 +42,7 @@ const POINT = 0
 const LINE_STRING = 1
 const POLYGON = 2
 
-export function packGeometry(g: Geometry): number[] {
+export function packGeometry (g: Geometry): number[] {
   const paths = g.type === 'Point' ? [[g.coordinates]] : g.type === 'LineString' ? [g.coordinates] : g.coordinates
   const out = [g.type === 'Point' ? POINT : g.type === 'LineString' ? LINE_STRING : POLYGON, paths.length]
   for (const path of paths) {
@@ -54,12 +54,12 @@ export function packGeometry(g: Geometry): number[] {
 
 type Packed = ArrayLike<number>
 
-function pointInBox(x: number, y: number, b: Box): boolean {
+function pointInBox (x: number, y: number, b: Box): boolean {
   return x >= b.minLon && x <= b.maxLon && y >= b.minLat && y <= b.maxLat
 }
 
 // Sign of the cross product (b - a) × (c - a): which side of line ab the point c is on.
-function side(ax: number, ay: number, bx: number, by: number, cx: number, cy: number): number {
+function side (ax: number, ay: number, bx: number, by: number, cx: number, cy: number): number {
   const v = (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
   return v > 0 ? 1 : v < 0 ? -1 : 0
 }
@@ -68,7 +68,7 @@ function side(ax: number, ay: number, bx: number, by: number, cx: number, cy: nu
  * Closed segment against closed rectangle by separating axes: the x and y extents must overlap and
  * the segment's line must not leave all four corners strictly on one side.
  */
-function segmentIntersectsBox(ax: number, ay: number, bx: number, by: number, box: Box): boolean {
+function segmentIntersectsBox (ax: number, ay: number, bx: number, by: number, box: Box): boolean {
   if (Math.max(ax, bx) < box.minLon || Math.min(ax, bx) > box.maxLon) return false
   if (Math.max(ay, by) < box.minLat || Math.min(ay, by) > box.maxLat) return false
   const s1 = side(ax, ay, bx, by, box.minLon, box.minLat)
@@ -80,7 +80,7 @@ function segmentIntersectsBox(ax: number, ay: number, bx: number, by: number, bo
 
 // The path of n positions whose first lon is at c[at]. A ring is tested with its closing segment
 // whether or not the last position repeats the first.
-function pathIntersectsBox(c: Packed, at: number, n: number, box: Box, closed: boolean): boolean {
+function pathIntersectsBox (c: Packed, at: number, n: number, box: Box, closed: boolean): boolean {
   if (n === 0) return false
   if (n === 1) return pointInBox(c[at], c[at + 1], box)
   const end = at + 2 * n
@@ -91,20 +91,20 @@ function pathIntersectsBox(c: Packed, at: number, n: number, box: Box, closed: b
 }
 
 /** Even-odd ray casting; only called for points known not to lie on the ring. */
-function pointInRing(x: number, y: number, c: Packed, at: number, n: number): boolean {
+function pointInRing (x: number, y: number, c: Packed, at: number, n: number): boolean {
   let inside = false
   for (let i = 0, j = n - 1; i < n; j = i++) {
     const xi = c[at + 2 * i]
     const yi = c[at + 2 * i + 1]
     const xj = c[at + 2 * j]
     const yj = c[at + 2 * j + 1]
-    if (yi > y !== yj > y && x < xi + ((y - yi) * (xj - xi)) / (yj - yi)) inside = !inside
+    if ((yi > y) !== (yj > y) && x < xi + ((y - yi) * (xj - xi)) / (yj - yi)) inside = !inside
   }
   return inside
 }
 
 // The packed geometry starting at c[o] against a box that does not cross the antimeridian.
-function packedIntersectsPlainBox(c: Packed, o: number, box: Box): boolean {
+function packedIntersectsPlainBox (c: Packed, o: number, box: Box): boolean {
   const kind = c[o]
   const paths = c[o + 1]
   if (kind !== POLYGON) return paths > 0 && pathIntersectsBox(c, o + 3, c[o + 2], box, false)
@@ -124,12 +124,12 @@ function packedIntersectsPlainBox(c: Packed, o: number, box: Box): boolean {
 }
 
 /** Planar ST_Intersects between the packed geometry starting at c[o] and a lon/lat rectangle (see intersectsBox). */
-export function packedIntersectsBox(c: Packed, o: number, box: Box): boolean {
+export function packedIntersectsBox (c: Packed, o: number, box: Box): boolean {
   if (box.minLon <= box.maxLon) return packedIntersectsPlainBox(c, o, box)
   return splitBox(box).some((b) => packedIntersectsPlainBox(c, o, b))
 }
 
 /** Planar ST_Intersects between a geometry and a lon/lat rectangle, boundary inclusive; handles antimeridian boxes. */
-export function intersectsBox(g: Geometry, box: Box): boolean {
+export function intersectsBox (g: Geometry, box: Box): boolean {
   return packedIntersectsBox(packGeometry(g), 0, box)
 }

@@ -14,7 +14,7 @@ export const GEOJSON_TYPE = 'application/geo+json'
 const mediaTypes = new Negotiator({ supportedValues: [GEOJSON_TYPE, 'application/json'], cache: new LRUCache<string, string>({ max: 1000 }) })
 
 /** Whether the request asks for GeoJSON: `format=geojson`, or else its Accept header. */
-export function wantsGeoJson(request: FastifyRequest): boolean {
+export function wantsGeoJson (request: FastifyRequest): boolean {
   const format = (request.query as { format?: string } | undefined)?.format
   if (format !== undefined) return format === 'geojson'
   const accept = request.headers.accept
@@ -22,18 +22,18 @@ export function wantsGeoJson(request: FastifyRequest): boolean {
 }
 
 /** A Feature: the placemark id, its stored geometry text, and the given properties. */
-export function featureText(id: number, geometry: string, properties: object): string {
+export function featureText (id: number, geometry: string, properties: object): string {
   return `{"type":"Feature","id":${id},"geometry":${geometry},"properties":${JSON.stringify(properties)}}`
 }
 
 /** A placemark (summary or detail) as a Feature: every field but the geometry becomes a property. */
-export function placemarkFeature(placemark: { id: number; geometry: string }): string {
+export function placemarkFeature (placemark: { id: number; geometry: string }): string {
   const { geometry, ...properties } = placemark
   return featureText(placemark.id, geometry, properties)
 }
 
 /** A FeatureCollection of features already written, followed by the answer's own members (foreign members in RFC 7946 terms). */
-export function collectionText(features: string[], members: Record<string, unknown> = {}): string {
+export function collectionText (features: string[], members: Record<string, unknown> = {}): string {
   let tail = ''
   for (const [key, value] of Object.entries(members)) tail += `,${JSON.stringify(key)}:${JSON.stringify(value)}`
   return `{"type":"FeatureCollection","features":[${features.join(',')}]${tail}}`
@@ -43,7 +43,7 @@ export function collectionText(features: string[], members: Record<string, unkno
  * The GeoJSON answer of a route: the bytes with their content type. Typed as `never` so that it fits
  * every route's declared (JSON) payload; the answer cache keeps bytes as they are.
  */
-export function sendGeoJson(reply: FastifyReply, text: string | Buffer): never {
+export function sendGeoJson (reply: FastifyReply, text: string | Buffer): never {
   reply.type(GEOJSON_TYPE)
   return (typeof text === 'string' ? Buffer.from(text) : text) as never
 }

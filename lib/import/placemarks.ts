@@ -69,7 +69,7 @@ const COLUMNS = ['id', 'name', 'description', 'style_id', 'folder_path', 'geomet
 
 type Row = [number, string, string | null, string | null, string[], string, string, string, string[], string, string, string | null, string | null, string | null, string]
 
-function toRow(id: number, p: KmlPlacemark, timeZone: string, createdAt: string): Row {
+function toRow (id: number, p: KmlPlacemark, timeZone: string, createdAt: string): Row {
   const b = boundsOf(p.geometry)
   const when = parseNameDate(p.name, timeZone)
   return [
@@ -81,7 +81,7 @@ function toRow(id: number, p: KmlPlacemark, timeZone: string, createdAt: string)
 
 const arrayLiteral = (items: string[]) => `{${items.map((s) => `"${s.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`
 
-function copyLine(row: Row): string {
+function copyLine (row: Row): string {
   let line = ''
   for (let i = 0; i < row.length; i++) {
     const v = row[i]
@@ -109,17 +109,17 @@ interface Sink {
 
 const DUPLICATE_STYLE = 'duplicate style id'
 
-function countStyle(summary: ImportSummary, kind: 'Style' | 'StyleMap'): void {
+function countStyle (summary: ImportSummary, kind: 'Style' | 'StyleMap'): void {
   summary.styles++
   summary.styleKinds[kind]++
 }
 
-function countDuplicates(summary: ImportSummary, n: number): void {
+function countDuplicates (summary: ImportSummary, n: number): void {
   if (n > 0) summary.skipped[DUPLICATE_STYLE] = (summary.skipped[DUPLICATE_STYLE] ?? 0) + n
 }
 
 // A dry run writes nothing; it remembers style ids (not styles) to count the duplicates.
-function dryRunSink(summary: ImportSummary): Sink {
+function dryRunSink (summary: ImportSummary): Sink {
   const styleIds = new Set<string>()
   return {
     placemark: () => undefined,
@@ -149,7 +149,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 // frozen and all-visible, with no VACUUM needed for index-only scans); the other indexes are built once
 // at the end, statistics gathered, and the tables swap.
 // Readers keep using the old table until then, and the swap holds its lock only until the commit.
-async function beginShadowImport(client: PoolClient): Promise<void> {
+async function beginShadowImport (client: PoolClient): Promise<void> {
   await client.query('BEGIN')
   // One import at a time: a second one is refused at once rather than left to wait or deadlock.
   const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [IMPORT_LOCK_KEY])
@@ -167,7 +167,7 @@ async function beginShadowImport(client: PoolClient): Promise<void> {
  * Takes the ACCESS EXCLUSIVE lock on placemarks for the swap, waiting at most timeoutMs at a time so
  * that readers queued behind the import's request are held up no longer than that.
  */
-async function lockForSwap(client: PoolClient, lock: SwapLockOptions): Promise<void> {
+async function lockForSwap (client: PoolClient, lock: SwapLockOptions): Promise<void> {
   const timeout = Math.max(1, Math.round(lock.timeoutMs))
   let backoff = lock.firstBackoffMs
   for (let attempt = 1; ; attempt++) {
@@ -190,7 +190,7 @@ async function lockForSwap(client: PoolClient, lock: SwapLockOptions): Promise<v
   }
 }
 
-async function commitShadowImport(client: PoolClient, summary: ImportSummary, lock: SwapLockOptions): Promise<number> {
+async function commitShadowImport (client: PoolClient, summary: ImportSummary, lock: SwapLockOptions): Promise<number> {
   await client.query('ALTER TABLE placemarks_next ADD CONSTRAINT placemarks_next_pkey PRIMARY KEY (id)')
   await client.query('CREATE INDEX placemarks_next_folder_path_idx ON placemarks_next USING gin (folder_path)')
   await client.query('CREATE INDEX placemarks_next_timeline_idx ON placemarks_next (event_sort, id) WHERE event_sort IS NOT NULL')
@@ -218,7 +218,7 @@ async function commitShadowImport(client: PoolClient, summary: ImportSummary, lo
   return version
 }
 
-async function databaseSink(handle: DatabaseHandle, summary: ImportSummary, lock: SwapLockOptions): Promise<Sink> {
+async function databaseSink (handle: DatabaseHandle, summary: ImportSummary, lock: SwapLockOptions): Promise<Sink> {
   const client = await handle.pool.connect()
   let done = false
   const release = (err?: Error) => {
@@ -353,7 +353,7 @@ const ENCODING_NAMES: Record<string, string> = { 'utf-8': 'UTF-8', 'utf-16le': '
  * Reads a KML stream and, unless dryRun, replaces the served dataset with it in one transaction:
  * readers see the old dataset until the commit, and any failure leaves the old dataset in place.
  */
-export async function importPlacemarks(handle: DatabaseHandle | null, chunks: AsyncIterable<string | Buffer>, options: ImportOptions): Promise<ImportSummary> {
+export async function importPlacemarks (handle: DatabaseHandle | null, chunks: AsyncIterable<string | Buffer>, options: ImportOptions): Promise<ImportSummary> {
   const started = performance.now()
   const createdAt = new Date().toISOString()
   const summary: ImportSummary = {

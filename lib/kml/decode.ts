@@ -41,7 +41,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 const HAS_LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 /** Newlines (LF, or CR not followed by LF) in bytes [from, to). */
-function countNewlines(bytes: Uint8Array, from: number, to: number): number {
+function countNewlines (bytes: Uint8Array, from: number, to: number): number {
   let n = 0
   for (let i = from; i < to; i++) {
     const b = bytes[i]
@@ -50,14 +50,14 @@ function countNewlines(bytes: Uint8Array, from: number, to: number): number {
   return n
 }
 
-function countNewlinesIn(text: string, to: number): number {
+function countNewlinesIn (text: string, to: number): number {
   let n = 0
   for (let i = text.indexOf('\n'); i >= 0 && i < to; i = text.indexOf('\n', i + 1)) n++
   return n
 }
 
 /** Length of the incomplete UTF-8 sequence at the end of bytes (0..3), to be completed by the next chunk. */
-function incompleteTail(bytes: Uint8Array): number {
+function incompleteTail (bytes: Uint8Array): number {
   const n = bytes.length
   for (let back = 1; back <= 3 && back <= n; back++) {
     const b = bytes[n - back]
@@ -72,14 +72,14 @@ function incompleteTail(bytes: Uint8Array): number {
  * Invalid UTF-8 sequences in bytes, counted the way a decoder replaces them (one U+FFFD per maximal
  * invalid subpart), and the offset of the first.
  */
-function scanUtf8(bytes: Uint8Array): { count: number; first: number } {
+function scanUtf8 (bytes: Uint8Array): { count: number; first: number } {
   let count = 0
   let first = -1
   const bad = (at: number) => {
     if (first < 0) first = at
     count++
   }
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const b = bytes[i]
     if (b < 0x80) { i++; continue }
     let need: number
@@ -118,7 +118,7 @@ type Family = 'utf-8' | 'utf-16le' | 'utf-16be' | 'ascii'
 
 interface Sniffed { family: Family; bom: number }
 
-function sniffFamily(head: Uint8Array): Sniffed {
+function sniffFamily (head: Uint8Array): Sniffed {
   const [a, b, c, d] = head
   if (a === 0xef && b === 0xbb && c === 0xbf) return { family: 'utf-8', bom: 3 }
   if ((a === 0xff && b === 0xfe && c === 0 && d === 0) || (a === 0 && b === 0 && c === 0xfe && d === 0xff)) {
@@ -131,7 +131,7 @@ function sniffFamily(head: Uint8Array): Sniffed {
   return { family: 'ascii', bom: 0 }
 }
 
-function utf16Text(bytes: Buffer, bigEndian: boolean): string {
+function utf16Text (bytes: Buffer, bigEndian: boolean): string {
   const even = bytes.length & ~1
   if (!bigEndian) return bytes.toString('utf16le', 0, even)
   const swapped = Buffer.from(bytes.subarray(0, even))
@@ -147,7 +147,7 @@ interface Decoder {
 
 type Invalid = (count: number, line: number) => void
 
-function utf8Decoder(invalid: Invalid): Decoder {
+function utf8Decoder (invalid: Invalid): Decoder {
   let carry: Buffer | null = null
   const decode = (bytes: Buffer, line: number) => {
     if (isUtf8(bytes)) return bytes.toString('utf8')
@@ -156,13 +156,13 @@ function utf8Decoder(invalid: Invalid): Decoder {
     return bytes.toString('utf8')
   }
   return {
-    write(chunk, line) {
+    write (chunk, line) {
       const bytes = carry ? Buffer.concat([carry, chunk]) : chunk
       const tail = incompleteTail(bytes)
       carry = tail > 0 ? Buffer.from(bytes.subarray(bytes.length - tail)) : null
       return decode(tail > 0 ? bytes.subarray(0, bytes.length - tail) : bytes, line)
     },
-    end(line) {
+    end (line) {
       if (!carry) return ''
       const rest = carry
       carry = null
@@ -173,7 +173,7 @@ function utf8Decoder(invalid: Invalid): Decoder {
   }
 }
 
-function utf16Decoder(bigEndian: boolean, invalid: Invalid): Decoder {
+function utf16Decoder (bigEndian: boolean, invalid: Invalid): Decoder {
   let carryByte: Buffer | null = null
   let carryHigh = ''
   const check = (text: string, line: number) => {
@@ -189,7 +189,7 @@ function utf16Decoder(bigEndian: boolean, invalid: Invalid): Decoder {
     return fixed
   }
   return {
-    write(chunk, line) {
+    write (chunk, line) {
       const bytes = carryByte ? Buffer.concat([carryByte, chunk]) : chunk
       carryByte = bytes.length & 1 ? Buffer.from(bytes.subarray(bytes.length - 1)) : null
       let text = carryHigh + utf16Text(bytes, bigEndian)
@@ -202,7 +202,7 @@ function utf16Decoder(bigEndian: boolean, invalid: Invalid): Decoder {
       }
       return check(text, line)
     },
-    end(line) {
+    end (line) {
       let text = carryHigh
       carryHigh = ''
       if (carryByte) {
@@ -215,12 +215,12 @@ function utf16Decoder(bigEndian: boolean, invalid: Invalid): Decoder {
   }
 }
 
-function latin1Decoder(): Decoder {
+function latin1Decoder (): Decoder {
   return { write: (bytes) => bytes.toString('latin1'), end: () => '' }
 }
 
 // Other WHATWG encodings: the platform's decoder; what it cannot map comes out as U+FFFD.
-function whatwgDecoder(decoder: TextDecoder, invalid: Invalid): Decoder {
+function whatwgDecoder (decoder: TextDecoder, invalid: Invalid): Decoder {
   const count = (text: string, line: number) => {
     let at = text.indexOf('\uFFFD')
     if (at < 0) return text
@@ -237,7 +237,7 @@ function whatwgDecoder(decoder: TextDecoder, invalid: Invalid): Decoder {
 }
 
 /** Picks the decoder from the start of the file (the BOM or XML declaration included). */
-function chooseDecoder(head: Buffer, report: DecodeReport, invalid: Invalid): { decoder: Decoder; skip: number } {
+function chooseDecoder (head: Buffer, report: DecodeReport, invalid: Invalid): { decoder: Decoder; skip: number } {
   const { family, bom } = sniffFamily(head)
   if (family === 'utf-8') {
     report.encoding = 'utf-8'
@@ -280,7 +280,7 @@ function chooseDecoder(head: Buffer, report: DecodeReport, invalid: Invalid): { 
 }
 
 /** Whether head is enough to choose the encoding (or the input has ended). */
-function headComplete(head: Buffer): boolean {
+function headComplete (head: Buffer): boolean {
   if (head.length >= DECLARATION_MAX_BYTES) return true
   if (head.length < SNIFF_BYTES) return false
   const { family, bom } = sniffFamily(head)
@@ -304,14 +304,17 @@ export class KmlDecoder {
     this.report.invalidSequences += count
   }
 
-  constructor(private readonly line: () => number, report?: DecodeReport) {
+  private readonly line: () => number
+
+  constructor (line: () => number, report?: DecodeReport) {
+    this.line = line
     this.report = report ?? { encoding: null, invalidSequences: 0, firstInvalidLine: null }
     this.report.encoding = null
     this.report.invalidSequences = 0
     this.report.firstInvalidLine = null
   }
 
-  write(chunk: Buffer): string {
+  write (chunk: Buffer): string {
     if (this.decoder) return this.decoder.write(chunk, this.line())
     this.head.push(chunk)
     this.headBytes += chunk.length
@@ -323,7 +326,7 @@ export class KmlDecoder {
     return this.start(head)
   }
 
-  end(): string {
+  end (): string {
     if (!this.decoder) {
       const head = Buffer.concat(this.head, this.headBytes)
       if (head.length === 0) {
@@ -337,7 +340,7 @@ export class KmlDecoder {
     return this.decoder.end(this.line())
   }
 
-  private start(head: Buffer): string {
+  private start (head: Buffer): string {
     this.head = []
     const { decoder, skip } = chooseDecoder(head, this.report, this.invalid)
     this.decoder = decoder

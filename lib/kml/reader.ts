@@ -29,7 +29,7 @@ export class KmlError extends Error {
   override name = 'KmlError'
   line?: number
   column?: number
-  constructor(message: string, line?: number, column?: number) {
+  constructor (message: string, line?: number, column?: number) {
     super(message)
     this.line = line
     this.column = column
@@ -152,19 +152,19 @@ interface StyleState {
 
 interface FeatureState { depth: number; kind: string; line: number; name: string }
 
-function localName(qname: string): string {
+function localName (qname: string): string {
   const colon = qname.indexOf(':')
   return colon < 0 ? qname : qname.slice(colon + 1)
 }
 
-function collapse(text: string): string {
+function collapse (text: string): string {
   return text.replace(/\s+/g, ' ').trim()
 }
 
 const TUPLE = /\S+/g
 
 // Positions, null when a tuple is invalid, or the number of positions when there are more than maxPoints.
-function parsePositions(text: string, maxPoints: number): Position[] | null | number {
+function parsePositions (text: string, maxPoints: number): Position[] | null | number {
   // Some writers put spaces after the commas; rejoin those before splitting tuples on whitespace.
   const joined = SPACED_COMMA.test(text) ? text.replace(/\s*,\s*/g, ',') : text
   const out: Position[] = []
@@ -182,11 +182,11 @@ function parsePositions(text: string, maxPoints: number): Position[] | null | nu
   return out
 }
 
-function tooManyPoints(p: PlacemarkState, maxPoints: number): KmlError {
+function tooManyPoints (p: PlacemarkState, maxPoints: number): KmlError {
   return new KmlError(`placemark at line ${p.line}: more than ${maxPoints} coordinate positions`, p.line)
 }
 
-function buildGeometry(p: PlacemarkState, maxPoints: number): { geometry: KmlGeometry; raw: string } | string {
+function buildGeometry (p: PlacemarkState, maxPoints: number): { geometry: KmlGeometry; raw: string } | string {
   if (p.geometry === null) return 'no geometry'
   if (UNSUPPORTED_GEOMETRY[p.geometry]) return UNSUPPORTED_GEOMETRY[p.geometry]
   if (p.geometry === 'Polygon') {
@@ -213,7 +213,7 @@ function buildGeometry(p: PlacemarkState, maxPoints: number): { geometry: KmlGeo
   return positions.length >= 2 ? { geometry: { type: 'LineString', coordinates: positions }, raw } : 'invalid coordinates'
 }
 
-function friendly(message: string, lastClosed: string): string {
+function friendly (message: string, lastClosed: string): string {
   const text = message.replace(/^\d+:\d+: /, '').replace(/\.$/, '')
   // saxes closes the still-open element before complaining about a mismatched closing tag.
   if (text === 'unexpected close tag') return `unclosed tag <${lastClosed}>`
@@ -228,15 +228,15 @@ function friendly(message: string, lastClosed: string): string {
  * Streams the placemarks, styles and folders of a KML document; holds at most one placemark's worth
  * of state, and refuses input past the limits (KML_LIMITS unless given) with a KmlError.
  */
-export async function* readKml(chunks: AsyncIterable<string | Buffer>, options: KmlReadOptions = {}): AsyncGenerator<KmlItem> {
-  for await (const batch of readKmlBatches(chunks, options)) yield* batch
+export async function * readKml (chunks: AsyncIterable<string | Buffer>, options: KmlReadOptions = {}): AsyncGenerator<KmlItem> {
+  for await (const batch of readKmlBatches(chunks, options)) yield * batch
 }
 
 /**
  * The same items in batches (those completed by each slice of input read): a consumer handling a
  * million placemarks saves a promise round trip per item.
  */
-export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>, options: KmlReadOptions = {}): AsyncGenerator<KmlItem[]> {
+export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, options: KmlReadOptions = {}): AsyncGenerator<KmlItem[]> {
   const limits: KmlLimits = { ...KML_LIMITS, ...options.limits }
   const parser = new SaxesParser({ xmlns: false, position: true })
   const decoder = new KmlDecoder(() => parser.line, options.report)
@@ -409,10 +409,25 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>, op
     if (local === 'Placemark') {
       emitFolders()
       placemark = {
-        depth, line: tagLine, name: '', description: null, styleId: null,
-        geometry: null, geometryDepth: -1, geometryOpen: false, coordinates: [], coordinateChars: 0, held: 0,
-        outer: null, outerOpen: false, inner: [], innerOpen: false,
-        mediaLinks: [], extendedData: [], dataName: null, dataValue: ''
+        depth,
+        line: tagLine,
+        name: '',
+        description: null,
+        styleId: null,
+        geometry: null,
+        geometryDepth: -1,
+        geometryOpen: false,
+        coordinates: [],
+        coordinateChars: 0,
+        held: 0,
+        outer: null,
+        outerOpen: false,
+        inner: [],
+        innerOpen: false,
+        mediaLinks: [],
+        extendedData: [],
+        dataName: null,
+        dataValue: ''
       }
     } else if (local === 'Folder' || local === 'Document') {
       containers++
@@ -569,8 +584,8 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>, op
   })
 
   // Yields after every slice so a single huge chunk never piles up more than a slice's worth of items.
-  function* feed(text: string): Generator<KmlItem[]> {
-    for (let start = 0; start < text.length; ) {
+  function * feed (text: string): Generator<KmlItem[]> {
+    for (let start = 0; start < text.length;) {
       let end = Math.min(start + SLICE, text.length)
       // Never split a surrogate pair between two writes.
       if (end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1])) end++
@@ -591,9 +606,9 @@ export async function* readKmlBatches(chunks: AsyncIterable<string | Buffer>, op
   }
 
   for await (const chunk of chunks) {
-    yield* feed(typeof chunk === 'string' ? chunk : decode(() => decoder.write(chunk)))
+    yield * feed(typeof chunk === 'string' ? chunk : decode(() => decoder.write(chunk)))
   }
-  yield* feed(decode(() => decoder.end()))
+  yield * feed(decode(() => decoder.end()))
   if (!sawRoot) throw new KmlError('not a KML document: no root element', parser.line, parser.column)
   if (stack.length > 0) {
     const open = stack[stack.length - 1].qname

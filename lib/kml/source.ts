@@ -50,12 +50,12 @@ const EOCD_SCAN_BYTES = MiB + 64 * 1024 + EOCD_SIZE
 
 const bytes = (n: number) => (n % (1024 * MiB) === 0 ? `${n / 1024 / MiB} GiB` : n % MiB === 0 ? `${n / MiB} MiB` : `${n} bytes`)
 
-function reason(err: unknown): string {
+function reason (err: unknown): string {
   const message = err instanceof Error ? err.message : String(err)
   return message.split('\n')[0]
 }
 
-async function isZip(path: string): Promise<boolean> {
+async function isZip (path: string): Promise<boolean> {
   const handle = await open(path, 'r')
   try {
     const head = Buffer.alloc(4)
@@ -67,7 +67,7 @@ async function isZip(path: string): Promise<boolean> {
   }
 }
 
-async function* guard(stream: AsyncIterable<Buffer>, describe: (err: unknown) => KmlSourceError, done: () => void): AsyncGenerator<Buffer> {
+async function * guard (stream: AsyncIterable<Buffer>, describe: (err: unknown) => KmlSourceError, done: () => void): AsyncGenerator<Buffer> {
   try {
     for await (const chunk of stream) yield chunk as Buffer
   } catch (err) {
@@ -83,7 +83,7 @@ async function* guard(stream: AsyncIterable<Buffer>, describe: (err: unknown) =>
  * trusted: archives with a wrong one, or with bytes appended after it, are common and other zip
  * readers open them.
  */
-async function findEndRecord(handle: FileHandle, size: number): Promise<number | null> {
+async function findEndRecord (handle: FileHandle, size: number): Promise<number | null> {
   const scan = Math.min(size, EOCD_SCAN_BYTES)
   const tail = Buffer.alloc(scan)
   await handle.read(tail, 0, scan, size - scan)
@@ -108,17 +108,21 @@ async function findEndRecord(handle: FileHandle, size: number): Promise<number |
  * record, whose comment length reads 0, so that trailing bytes and a wrong length do not matter.
  */
 class TrimmedZipReader extends yauzl.RandomAccessReader {
-  constructor(private readonly handle: FileHandle, private readonly endRecord: number) {
+  private readonly handle: FileHandle
+  private readonly endRecord: number
+  constructor (handle: FileHandle, endRecord: number) {
     super()
+    this.handle = handle
+    this.endRecord = endRecord
   }
 
-  override _readStreamForRange(start: number, end: number): Readable {
+  override _readStreamForRange (start: number, end: number): Readable {
     return Readable.from(this.range(start, end), { objectMode: false })
   }
 
-  private async *range(start: number, end: number): AsyncGenerator<Buffer> {
+  private async * range (start: number, end: number): AsyncGenerator<Buffer> {
     const commentLength = this.endRecord + 20
-    for (let pos = start; pos < end; ) {
+    for (let pos = start; pos < end;) {
       const want = Math.min(HIGH_WATER_MARK, end - pos)
       const buf = Buffer.allocUnsafe(want)
       const { bytesRead } = await this.handle.read(buf, 0, want, pos)
@@ -130,12 +134,12 @@ class TrimmedZipReader extends yauzl.RandomAccessReader {
     }
   }
 
-  override close(callback: (err: Error | null) => void): void {
+  override close (callback: (err: Error | null) => void): void {
     this.handle.close().then(() => callback(null), callback)
   }
 }
 
-async function openZip(path: string): Promise<yauzl.ZipFile> {
+async function openZip (path: string): Promise<yauzl.ZipFile> {
   const handle = await open(path, 'r')
   let reader: TrimmedZipReader
   try {
@@ -153,7 +157,7 @@ async function openZip(path: string): Promise<yauzl.ZipFile> {
 }
 
 /** The most bytes the entry may inflate to, or why it may not be inflated at all. */
-function checkEntrySize(path: string, entry: yauzl.Entry, limits: KmzLimits): number {
+function checkEntrySize (path: string, entry: yauzl.Entry, limits: KmzLimits): number {
   const name = entry.fileName
   const declared = entry.uncompressedSize
   if (declared > limits.maxUncompressedBytes) {
@@ -168,7 +172,7 @@ function checkEntrySize(path: string, entry: yauzl.Entry, limits: KmzLimits): nu
 }
 
 // Counts the inflated bytes: an entry inflating past its declared size is refused at that point.
-async function* counted(chunks: AsyncIterable<Buffer>, allowed: number, bomb: () => KmlSourceError): AsyncGenerator<Buffer> {
+async function * counted (chunks: AsyncIterable<Buffer>, allowed: number, bomb: () => KmlSourceError): AsyncGenerator<Buffer> {
   let total = 0
   for await (const chunk of chunks) {
     total += chunk.length
@@ -177,7 +181,7 @@ async function* counted(chunks: AsyncIterable<Buffer>, allowed: number, bomb: ()
   }
 }
 
-function findKmlEntry(zip: yauzl.ZipFile): Promise<yauzl.Entry | null> {
+function findKmlEntry (zip: yauzl.ZipFile): Promise<yauzl.Entry | null> {
   return new Promise((resolve, reject) => {
     let first: yauzl.Entry | null = null
     const finish = (entry: yauzl.Entry | null) => {
@@ -197,13 +201,13 @@ function findKmlEntry(zip: yauzl.ZipFile): Promise<yauzl.Entry | null> {
   })
 }
 
-function openEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Readable> {
+function openEntry (zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Readable> {
   return new Promise((resolve, reject) => {
     zip.openReadStream(entry, (err, stream) => (err ? reject(err) : resolve(stream)))
   })
 }
 
-async function openKmz(path: string, limits: KmzLimits): Promise<KmlSource> {
+async function openKmz (path: string, limits: KmzLimits): Promise<KmlSource> {
   const corrupt = (err: unknown) => new KmlSourceError(`cannot read KMZ ${path}: ${reason(err)}`)
   let zip: yauzl.ZipFile
   try {
@@ -236,7 +240,7 @@ async function openKmz(path: string, limits: KmzLimits): Promise<KmlSource> {
 }
 
 /** Opens a .kml or .kmz file (told apart by content) as a stream of raw KML bytes. */
-export async function openKmlSource(path: string, options: KmlSourceOptions = {}): Promise<KmlSource> {
+export async function openKmlSource (path: string, options: KmlSourceOptions = {}): Promise<KmlSource> {
   const limits: KmzLimits = { ...KMZ_LIMITS, ...options.kmzLimits }
   let size: number
   try {

@@ -37,18 +37,24 @@ export class RequestDurations {
   readonly #series: DurationSeries[] = []
   readonly #bounds: Float64Array
 
-  constructor(readonly name: string, readonly help: string, readonly bounds: readonly number[]) {
+  readonly name: string
+  readonly help: string
+  readonly bounds: readonly number[]
+  constructor (name: string, help: string, bounds: readonly number[]) {
+    this.name = name
+    this.help = help
+    this.bounds = bounds
     this.#bounds = Float64Array.from(bounds)
   }
 
   /** A new series for these labels; the caller keeps it and observes into it. */
-  series(labels: DurationLabels): DurationSeries {
+  series (labels: DurationLabels): DurationSeries {
     const series = { labels: Object.freeze({ ...labels }), counts: new Float64Array(this.#bounds.length + 1), sum: 0, count: 0 }
     this.#series.push(series)
     return series
   }
 
-  observe(series: DurationSeries, seconds: number): void {
+  observe (series: DurationSeries, seconds: number): void {
     const bounds = this.#bounds
     let i = 0
     while (i < bounds.length && seconds > bounds[i]!) i++
@@ -59,13 +65,13 @@ export class RequestDurations {
 
   // The registry's side, in prom-client's own sample layout: cumulative buckets, then +Inf, sum and count,
   // each series' labels shared by its samples (the text exposition) or merged into them (JSON).
-  async get(): Promise<MetricData> {
+  async get (): Promise<MetricData> {
     const data = await this.getForPromString()
     data.values = data.values.map(({ labels, sharedLabels, ...rest }) => ({ ...rest, labels: { ...labels, ...sharedLabels } }))
     return data
   }
 
-  async getForPromString(): Promise<MetricData> {
+  async getForPromString (): Promise<MetricData> {
     const values: Sample[] = []
     const bucket = `${this.name}_bucket`
     for (const series of this.#series) {
@@ -82,7 +88,7 @@ export class RequestDurations {
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator }
   }
 
-  reset(): void {
+  reset (): void {
     for (const series of this.#series) {
       series.counts.fill(0)
       series.sum = 0

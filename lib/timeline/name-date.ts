@@ -16,8 +16,8 @@ const WS = '[\\s\\u00a0]'
 // A date must not run on into a letter or digit ('10/1/2017abc', '10/1/20175').
 const END = '(?![\\p{L}\\p{N}])'
 
-const US_DATE = new RegExp(`^(\\d{1,2})/(\\d{1,2})/(\\d{4})`, 'u')
-const ISO_DATE = new RegExp(`^(\\d{4})-(\\d{2})-(\\d{2})`, 'u')
+const US_DATE = /^(\d{1,2})\/(\d{1,2})\/(\d{4})/u
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})/u
 
 // Shared time shape: H:MM[:SS[.fff]] then an optional AM/PM (a.m./p.m.) that must itself end at a boundary.
 const CLOCK = `(\\d{1,2}):(\\d{2})(?::(\\d{2})(?:\\.(\\d+))?)?(?:${WS}*([ap])(?:\\.${WS}?)?m\\.?${END})?`
@@ -27,27 +27,27 @@ const SPACED_TIME = new RegExp(`^(?:${WS}*(~)${WS}*|${WS}+)${CLOCK}`, 'iu')
 const ISO_TIME = new RegExp(`^(?:${WS}*(~)${WS}*|${WS}+|T)${CLOCK}(Z|[+-]\\d{2}(?::?\\d{2})?)?`, 'iu')
 const BOUNDARY = new RegExp(`^${END}`, 'u')
 // A time must not run on into more clock digits either ('10:09:4' is not 10:09 followed by ':4').
-const TIME_BOUNDARY = new RegExp(`^(?![\\p{L}\\p{N}]|[:.]\\d)`, 'u')
+const TIME_BOUNDARY = /^(?![\p{L}\p{N}]|[:.]\d)/u
 
 const pad = (n: number, width = 2): string => String(n).padStart(width, '0')
 
-function isLeap(y: number): boolean {
+function isLeap (y: number): boolean {
   return (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0
 }
 
-function isValidDate(y: number, mo: number, d: number): boolean {
+function isValidDate (y: number, mo: number, d: number): boolean {
   if (mo < 1 || mo > 12 || d < 1) return false
   const days = [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mo - 1]
   return d <= days
 }
 
 // Timestamps are stored to the second, so milliseconds are dropped rather than rounded.
-function toIso(ms: number): string {
+function toIso (ms: number): string {
   return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z')
 }
 
 // Date.UTC maps years 0..99 to the 1900s; setUTCFullYear does not.
-function utcMs(y: number, mo: number, d: number, h: number, mi: number, s: number): number {
+function utcMs (y: number, mo: number, d: number, h: number, mi: number, s: number): number {
   const date = new Date(0)
   date.setUTCFullYear(y, mo - 1, d)
   date.setUTCHours(h, mi, s, 0)
@@ -55,7 +55,7 @@ function utcMs(y: number, mo: number, d: number, h: number, mi: number, s: numbe
 }
 
 /** Offset in minutes for 'Z', '+HH', '+HH:MM' or '+HHMM'; null when out of range. */
-function offsetMinutes(text: string): number | null {
+function offsetMinutes (text: string): number | null {
   if (text === 'Z' || text === 'z') return 0
   const sign = text[0] === '-' ? -1 : 1
   const digits = text.slice(1).replace(':', '')
@@ -70,7 +70,7 @@ function offsetMinutes(text: string): number | null {
  * ISO 'YYYY-MM-DD[T| ]HH:MM[:SS[.fff]][Z|±HH:MM] …'. Times are local to `timeZone` unless the
  * name carries an explicit offset. Returns null when the name is not an event.
  */
-export function parseNameDate(name: string, timeZone: string): NameDate | null {
+export function parseNameDate (name: string, timeZone: string): NameDate | null {
   const text = name.replace(/^[\s\u00a0\ufeff]+/u, '')
   let y: number, mo: number, d: number
   let isIso = false

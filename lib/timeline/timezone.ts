@@ -1,7 +1,7 @@
 // Imports call zonedToUtc once per placemark, and building an Intl formatter is the slow part.
 const formatters = new Map<string, Intl.DateTimeFormat>()
 
-function formatterFor(tz: string): Intl.DateTimeFormat {
+function formatterFor (tz: string): Intl.DateTimeFormat {
   let f = formatters.get(tz)
   if (f === undefined) {
     f = new Intl.DateTimeFormat('en-US', {
@@ -20,7 +20,7 @@ function formatterFor(tz: string): Intl.DateTimeFormat {
   return f
 }
 
-export function isValidTimeZone(tz: string): boolean {
+export function isValidTimeZone (tz: string): boolean {
   if (typeof tz !== 'string' || tz.trim() === '') return false
   try {
     formatterFor(tz)
@@ -31,7 +31,7 @@ export function isValidTimeZone(tz: string): boolean {
 }
 
 // Date.UTC maps years 0..99 to 1900..1999; setUTCFullYear takes the year literally.
-function utcMs(y: number, mo: number, d: number, h: number, mi: number, s: number): number {
+function utcMs (y: number, mo: number, d: number, h: number, mi: number, s: number): number {
   const date = new Date(0)
   date.setUTCFullYear(y, mo - 1, d)
   date.setUTCHours(h, mi, s, 0)
@@ -39,9 +39,9 @@ function utcMs(y: number, mo: number, d: number, h: number, mi: number, s: numbe
 }
 
 // The zone's offset from UTC at an instant in ms (wall clock = instant + offset); the formatter has whole seconds only.
-function offsetAt(instant: number, tz: string): number {
+function offsetAt (instant: number, tz: string): number {
   const seconds = Math.floor(instant / 1000) * 1000
-  let y = 0, mo = 1, d = 1, h = 0, mi = 0, s = 0
+  let y = 0; let mo = 1; let d = 1; let h = 0; let mi = 0; let s = 0
   let bc = false
   for (const part of formatterFor(tz).formatToParts(new Date(seconds))) {
     switch (part.type) {
@@ -64,7 +64,7 @@ const hourOffsets = new Map<string, Map<number, number | null>>()
 
 // Offsets change at most once in any hour, so an hour whose two ends agree has one offset throughout;
 // caching it per hour keeps Intl (the slow part of an import) off the per-placemark path.
-function cachedOffsetAt(instant: number, tz: string): number {
+function cachedOffsetAt (instant: number, tz: string): number {
   if (tz === 'UTC' || tz === 'Etc/UTC') return 0
   let hours = hourOffsets.get(tz)
   if (hours === undefined) {
@@ -87,7 +87,7 @@ function cachedOffsetAt(instant: number, tz: string): number {
  * forward by the gap; a time repeated by a fall-back overlap takes its first (earlier) occurrence.
  * Throws RangeError for an unknown zone.
  */
-export function zonedToUtc(y: number, mo: number, d: number, h: number, mi: number, s: number, tz: string): Date {
+export function zonedToUtc (y: number, mo: number, d: number, h: number, mi: number, s: number, tz: string): Date {
   const wall = utcMs(y, mo, d, h, mi, s)
   // Offsets never exceed a day, so the offsets a day either side are those before and after any nearby change.
   const before = cachedOffsetAt(wall - DAY, tz)

@@ -41,7 +41,7 @@ declare module 'fastify' {
  * check consults, the profile cache behind /api/auth/me, the failed sign-in guard and the identity
  * provider's settings.
  */
-export default fp(async function auth(app: FastifyInstance) {
+export default fp(async function auth (app: FastifyInstance) {
   const { config } = app
   const { accessMs, refreshMs } = app.tokenLifetimes
   const sessionMaxAgeMs = requiredDurationMs('SESSION_MAX_AGE', config.SESSION_MAX_AGE)
@@ -61,8 +61,13 @@ export default fp(async function auth(app: FastifyInstance) {
     (err) => app.log.debug({ err }, 'revocation sync failed'))
   await revocations.start()
   const profiles = new ProfileCache<UserWithGuilds>({
-    db: app.db, load: (id) => userWithGuilds(app.db, id), maxEntries: config.PROFILE_CACHE_SIZE, ttlMs: 60_000,
-    pollMs: config.REVOCATION_POLL_MS, redis: app.redis, onError: (err) => app.log.debug({ err }, 'profile change poll failed')
+    db: app.db,
+    load: (id) => userWithGuilds(app.db, id),
+    maxEntries: config.PROFILE_CACHE_SIZE,
+    ttlMs: 60_000,
+    pollMs: config.REVOCATION_POLL_MS,
+    redis: app.redis,
+    onError: (err) => app.log.debug({ err }, 'profile change poll failed')
   })
   await profiles.start()
   app.addHook('onClose', async () => { await Promise.all([revocations.stop(), profiles.stop()]) })

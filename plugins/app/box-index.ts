@@ -34,7 +34,7 @@ export type BoxIndexState = 'off' | 'loading' | 'ready' | 'reloading' | 'too-big
  * when the dataset version changes. Until it is loaded, or when the summaries would pass
  * BBOX_INDEX_MB (0 turns it off), box queries read the database; both give the same answers.
  */
-export default fp(async function boxIndexPlugin(app: FastifyInstance) {
+export default fp(async function boxIndexPlugin (app: FastifyInstance) {
   const maxBytes = app.config.BBOX_INDEX_MB * 1024 * 1024
   let current: { version: number; index: BoxIndex } | null = null
   let loading: Promise<void> | null = null
@@ -83,6 +83,8 @@ export default fp(async function boxIndexPlugin(app: FastifyInstance) {
           clearTimeout(retry)
           retry = setTimeout(schedule, RETRY_MS).unref()
         }
+      // `again` and `closing` are set by other callers while this load awaits.
+      // eslint-disable-next-line no-unmodified-loop-condition
       } while (again && !closing)
     })().finally(() => {
       loading = null
@@ -91,14 +93,15 @@ export default fp(async function boxIndexPlugin(app: FastifyInstance) {
   }
 
   app.decorate('boxIndex', {
-    search(box: Box, limit: number) {
+    search (box: Box, limit: number) {
       return current && current.version === app.datasetVersion.current() ? current.index.search(box, limit) : null
     },
     idle: async () => {
+      // eslint-disable-next-line no-unmodified-loop-condition -- `loading` is replaced by the load it waits for
       while (loading) await loading
     },
     loaded: () => (current ? { version: current.version, placemarks: current.index.size, bytes: current.index.memoryBytes } : null),
-    state(): BoxIndexState {
+    state (): BoxIndexState {
       if (maxBytes === 0) return 'off'
       const version = app.datasetVersion.current()
       if (current?.version === version) return 'ready'
@@ -112,6 +115,7 @@ export default fp(async function boxIndexPlugin(app: FastifyInstance) {
   app.addHook('onClose', async () => {
     closing = true
     clearTimeout(retry)
+    // eslint-disable-next-line no-unmodified-loop-condition -- `loading` is replaced by the load it waits for
     while (loading) await loading
   })
 }, { name: 'box-index', dependencies: ['config', 'db', 'dataset-cache'] })

@@ -11,6 +11,6 @@ declare module 'fastify' {
   }
 }
 
-export default fp(async function config(app: FastifyInstance, opts: { config: Config }) {
+export default fp(async function config (app: FastifyInstance, opts: { config: Config }) {
   app.decorate('config', opts.config)
 }, { name: 'config' })

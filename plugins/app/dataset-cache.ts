@@ -53,7 +53,7 @@ const notModified = (request: FastifyRequest, etag: string) => {
  * notifies every instance (PostgreSQL NOTIFY), which drops its cache at once; a poll of the version
  * stays as the fallback. Concurrent misses of one URL share one computation (lru-cache's fetch).
  */
-export default fp(async function datasetCache(app: FastifyInstance) {
+export default fp(async function datasetCache (app: FastifyInstance) {
   const { config } = app
   const cache = new LRUCache<string, CachedAnswer, Computation>({
     max: 10_000,
@@ -94,7 +94,7 @@ export default fp(async function datasetCache(app: FastifyInstance) {
 
   // The computed payload, serialized by the route's own serializer, as a kept answer; a payload already
   // in bytes (a GeoJSON answer) is kept as it is, with the content type its handler set.
-  function keep({ reply, version }: Computation, payload: unknown): CachedAnswer {
+  function keep ({ reply, version }: Computation, payload: unknown): CachedAnswer {
     const bytes = Buffer.isBuffer(payload)
     const body = bytes ? payload : Buffer.from(reply.serialize(payload) as string)
     const type = bytes ? String(reply.getHeader('content-type') ?? JSON_TYPE) : JSON_TYPE
@@ -102,7 +102,7 @@ export default fp(async function datasetCache(app: FastifyInstance) {
     return { body, type, gzip: body.length >= GZIP_MIN_BYTES ? gzipSync(body, { level: 6 }) : null, etag: `"${version}-${hash}"` }
   }
 
-  function send(request: FastifyRequest, reply: FastifyReply, answer: CachedAnswer): FastifyReply {
+  function send (request: FastifyRequest, reply: FastifyReply, answer: CachedAnswer): FastifyReply {
     reply.header('etag', answer.etag).header('cache-control', CACHE_CONTROL)
     addVary(reply, 'accept-encoding')
     if (notModified(request, answer.etag)) return reply.code(304).send()
@@ -117,11 +117,11 @@ export default fp(async function datasetCache(app: FastifyInstance) {
   const HIT = { result: 'hit' }
   const MISS = { result: 'miss' }
   app.decorate('datasetCache', {
-    cacheRoute(route: RouteOptions) {
+    cacheRoute (route: RouteOptions) {
       const handler = route.handler
       // A route that can answer GeoJSON keeps that variant as its own entry (the Accept header chooses it too).
       const variants = route.config?.geojson !== undefined
-      route.handler = function cachedHandler(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+      route.handler = function cachedHandler (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
         const key = variants && wantsGeoJson(request) ? `geojson ${request.url}` : request.url
         const hit = cache.get(key)
         if (hit !== undefined) {
@@ -133,7 +133,7 @@ export default fp(async function datasetCache(app: FastifyInstance) {
           .then((answer) => send(request, reply, answer!))
       }
     },
-    get size() {
+    get size () {
       return cache.size
     }
   })

@@ -25,7 +25,7 @@ export interface DbPluginOptions {
  * a slow or busy machine can stretch that far, so it is given up earlier, naming the cause. Fastify's
  * clock starts before this plugin's modules are loaded, hence the margin (a tenth, at least 5 s).
  */
-async function beforePluginTimeout<T>(app: FastifyInstance, work: Promise<T>, cause: () => string): Promise<T> {
+async function beforePluginTimeout<T> (app: FastifyInstance, work: Promise<T>, cause: () => string): Promise<T> {
   const budget = app.initialConfig.pluginTimeout ?? 0
   if (!budget) return work
   let timer: NodeJS.Timeout | undefined
@@ -39,7 +39,7 @@ async function beforePluginTimeout<T>(app: FastifyInstance, work: Promise<T>, ca
   }
 }
 
-export default fp(async function db(app: FastifyInstance, opts: DbPluginOptions) {
+export default fp(async function db (app: FastifyInstance, opts: DbPluginOptions) {
   const { config } = app
   const embedded = opts.handle ? opts.handle.kind === 'pglite' : !config.DATABASE_URL
   const what = embedded ? `the embedded database in ${config.PGLITE_DIR}` : 'the database at DATABASE_URL'

@@ -10,7 +10,7 @@ import { allowedOrigins, isAllowedOrigin } from '../external/cors.ts'
 const isTokenError = (err: { code?: string }): boolean => typeof err.code === 'string' && /^(FST_JWT_|FAST_JWT_)/.test(err.code)
 
 // Every non-2xx answer is {error, message}; a 5xx never carries internals.
-export default fp(async function errors(app: FastifyInstance) {
+export default fp(async function errors (app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError | HttpError, request, reply) => {
     if (err instanceof HttpError) {
       if (err.headers) reply.headers(err.headers)
@@ -39,7 +39,7 @@ export default fp(async function errors(app: FastifyInstance) {
  * parameter longer than the router's limit (414). Answered as {error, message}, with the CORS headers
  * @fastify/cors would have set, since its hook never runs for them.
  */
-export function frameworkErrorHandler(config: Config): NonNullable<FastifyServerOptions['frameworkErrors']> {
+export function frameworkErrorHandler (config: Config): NonNullable<FastifyServerOptions['frameworkErrors']> {
   const origins = allowedOrigins(config.CORS_ORIGINS)
   return (err, request, res) => {
     // The option's reply type is generic over every route's schema; this one sends the error shape only.
@@ -67,7 +67,7 @@ const clientErrors: Record<string, [number, string]> = {
  * headers too large, a request not received within REQUEST_TIMEOUT): {error, message} written on the
  * socket, which is then closed.
  */
-export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+export function clientErrorHandler (err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
   const [status, message] = clientErrors[err.code ?? ''] ?? [400, 'The request is not valid HTTP']
   const body = JSON.stringify(errorBody(status, message))

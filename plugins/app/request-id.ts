@@ -15,7 +15,7 @@ const SAFE_ID = /^[\w.:+/=@-]{1,128}$/
  * characters (a proxy or another instance started the trace), otherwise a new UUID. Two x-request-id
  * headers arrive joined by ", " and are replaced too.
  */
-export function genReqId(raw: IncomingMessage): string {
+export function genReqId (raw: IncomingMessage): string {
   const incoming = raw.headers[REQUEST_ID_HEADER]
   return typeof incoming === 'string' && SAFE_ID.test(incoming) ? incoming : randomUUID()
 }
@@ -25,7 +25,7 @@ export function genReqId(raw: IncomingMessage): string {
  * Set as the request arrives (a header set then stays on whatever answer follows), so that answers
  * need no onSend hook, whose runner every reply would otherwise go through.
  */
-export default fp(async function requestId(app: FastifyInstance) {
+export default fp(async function requestId (app: FastifyInstance) {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id)
     done()

@@ -10,7 +10,7 @@ const EVERY_MS = 3_600_000
  * SESSION_RETENTION ago go, with their refresh-token records, and so do refresh-token records expired
  * that long.
  */
-export default fp(async function retention(app: FastifyInstance) {
+export default fp(async function retention (app: FastifyInstance) {
   const run = async () => {
     try {
       const deleted = await pruneAuthRecords(app.db, app.sessionPolicy.retentionMs)
@@ -22,7 +22,7 @@ export default fp(async function retention(app: FastifyInstance) {
   let timer: NodeJS.Timeout | undefined
   app.addHook('onReady', async () => {
     void run()
-    timer = setInterval(() => void run(), EVERY_MS).unref()
+    timer = setInterval(() => { void run() }, EVERY_MS).unref()
   })
   app.addHook('onClose', async () => { clearInterval(timer) })
 }, { name: 'retention', dependencies: ['db', 'auth'] })

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify'
  * still busy SHUTDOWN_GRACE_MS later (a body trickling in, a client that never reads) are cut, so
  * that no number of slow clients can hold the process open.
  */
-export default fp(async function shutdown(app: FastifyInstance) {
+export default fp(async function shutdown (app: FastifyInstance) {
   let timer: NodeJS.Timeout | undefined
   app.addHook('preClose', async () => {
     timer = setTimeout(() => app.server.closeAllConnections(), app.config.SHUTDOWN_GRACE_MS)

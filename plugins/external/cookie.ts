@@ -12,7 +12,7 @@ export const autoload = false
  * Cookies for the sign-in state, the PKCE verifier and the refresh token. Signed cookies use a key
  * derived from the refresh-token secret (JWT_REFRESH_SECRET, or this process's random one).
  */
-export default fp(async function cookiePlugin(app: FastifyInstance) {
+export default fp(async function cookiePlugin (app: FastifyInstance) {
   // Without JWT_REFRESH_SECRET (development only) the key is this process's own, like the token secrets.
   const key = app.config.JWT_REFRESH_SECRET ?? randomSecret()
   await app.register(cookie, { secret: createHmac('sha256', key).update('cookie-signing').digest('base64url') })

@@ -36,7 +36,7 @@ const messages = {
  * app.jwt.access.verify): @fastify/jwt appends fast-jwt's own
  * reason to some messages ("Invalid token The token is malformed."), so the code decides, not the text.
  */
-export function bearerRefusalMessage(code: string): string {
+export function bearerRefusalMessage (code: string): string {
   if (code === 'FST_JWT_NO_AUTHORIZATION_IN_HEADER') return MISSING
   return code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED' || code === 'FAST_JWT_EXPIRED' ? EXPIRED : INVALID
 }
@@ -46,7 +46,7 @@ export function bearerRefusalMessage(code: string): string {
  * (app.jwt.access) and `refresh` (app.jwt.refresh). HS256 is pinned, the issuer
  * and the expiry are required and checked.
  */
-export default fp(async function jwtPlugin(app: FastifyInstance) {
+export default fp(async function jwtPlugin (app: FastifyInstance) {
   const { config } = app
   let accessSecret = config.JWT_SECRET
   let refreshSecret = config.JWT_REFRESH_SECRET

@@ -43,7 +43,7 @@ export const METRICS_PATH = '/metrics'
 const UNMATCHED = '__unmatched__'
 
 /** The app's metrics, each in `registry`; the gauges read their values from the app when scraped. */
-function appMetrics(app: FastifyInstance, registry: Registry): AppMetrics {
+function appMetrics (app: FastifyInstance, registry: Registry): AppMetrics {
   const registers = [registry]
   const gauge = <T extends string>(name: string, help: string, labelNames: T[], collect: (this: Gauge<T>) => void) =>
     new Gauge<T>({ name, help, labelNames, registers, collect })
@@ -98,7 +98,7 @@ function appMetrics(app: FastifyInstance, registry: Registry): AppMetrics {
  * METRICS_PORT on that port only, from a small server of its own. METRICS=false serves nothing and times
  * no route; the counters still exist and cost next to nothing.
  */
-export default fp(async function metricsPlugin(app: FastifyInstance) {
+export default fp(async function metricsPlugin (app: FastifyInstance) {
   const { config } = app
   const registry = new Registry()
   app.decorate('appMetrics', appMetrics(app, registry))
@@ -109,7 +109,7 @@ export default fp(async function metricsPlugin(app: FastifyInstance) {
   // A request ends with its answer, or with its connection when the client goes away first (then
   // possibly both): each is counted out once.
   let inFlight = 0
-  new Gauge({ name: 'http_requests_in_flight', help: 'Requests received and not yet answered', registers: [registry], collect() { this.set(inFlight) } })
+  registry.registerMetric(new Gauge({ name: 'http_requests_in_flight', help: 'Requests received and not yet answered', registers: [], collect () { this.set(inFlight) } }))
   app.decorateRequest('metricsOpen', false)
   const end = (request: FastifyRequest) => {
     if (request.metricsOpen) {

@@ -26,7 +26,7 @@ const hostAndPath = (url: string) => {
  * provider's token. When the state cookie is present the returned state must match it; a client that
  * ran the redirect itself sends no cookie, and the seed's state stays optional for it.
  */
-export default fp(async function oauth2Plugin(app: FastifyInstance) {
+export default fp(async function oauth2Plugin (app: FastifyInstance) {
   const idp = app.identityProvider
   const authorize = hostAndPath(idp.authorizeUrl)
   const token = hostAndPath(idp.tokenUrl)
@@ -64,7 +64,7 @@ export default fp(async function oauth2Plugin(app: FastifyInstance) {
     redirectStateCookieName: STATE_COOKIE,
     cookie: { secure: app.config.isProduction, path: '/', sameSite: 'lax', signed: true, maxAge: 600 },
     generateStateFunction: (_request: FastifyRequest) => randomUUID(),
-    checkStateFunction(this: FastifyInstance, request: FastifyRequest): boolean {
+    checkStateFunction (this: FastifyInstance, request: FastifyRequest): boolean {
       const raw = request.cookies[STATE_COOKIE]
       if (raw === undefined) return true
       const cookie = request.unsignCookie(raw)

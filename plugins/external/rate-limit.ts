@@ -17,7 +17,7 @@ declare module 'fastify' {
  * routes/api/auth folder adds that limiter). With Redis the counters are shared by every instance; a
  * Redis outage skips the limit rather than failing requests (availability over strictness).
  */
-export default fp(async function rateLimitPlugin(app: FastifyInstance) {
+export default fp(async function rateLimitPlugin (app: FastifyInstance) {
   const { config } = app
   const timeWindow = requiredDurationMs('RATE_LIMIT_WINDOW', config.RATE_LIMIT_WINDOW)
   // rate_limit_refusals_total{limit}: each 429 of either limit.

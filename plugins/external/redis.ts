@@ -10,7 +10,7 @@ declare module 'fastify' {
   }
 }
 
-export default fp(async function redis(app: FastifyInstance) {
+export default fp(async function redis (app: FastifyInstance) {
   const url = app.config.REDIS_URL
   if (!url) {
     app.decorate('redis', null)

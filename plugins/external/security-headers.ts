@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify'
  * The CSP source of a tile URL template's origin: `https://{s}.tile.example.org/{z}/{x}/{y}.png` is
  * `https://*.tile.example.org`. A placeholder anywhere but the first label leaves the scheme alone.
  */
-export function tileSource(template: string | undefined): string[] {
+export function tileSource (template: string | undefined): string[] {
   const match = template && /^(https?:)\/\/([^/?#]+)/i.exec(template)
   if (!match) return []
   const [, scheme, host] = match
@@ -22,7 +22,7 @@ export function tileSource(template: string | undefined): string[] {
  * only, scripts never inline; images may also be data:/blob: URLs and the map's tiles (MAP_TILE_URL).
  * Inline styles stay allowed (the pages' own <style> and the style attributes of the docs UI).
  */
-export function contentSecurityPolicy(mapTileUrl: string | undefined) {
+export function contentSecurityPolicy (mapTileUrl: string | undefined) {
   return {
     useDefaults: false,
     directives: {
@@ -42,7 +42,7 @@ export function contentSecurityPolicy(mapTileUrl: string | undefined) {
 }
 
 /** helmet's options: its defaults but the legacy headers, with the policy above. */
-export function helmetOptions(mapTileUrl: string | undefined): HelmetOptions {
+export function helmetOptions (mapTileUrl: string | undefined): HelmetOptions {
   return {
     contentSecurityPolicy: contentSecurityPolicy(mapTileUrl),
     // Headers only legacy clients read (Internet Explorer, Flash, the old XSS auditors): each costs on every answer.
@@ -56,11 +56,11 @@ export function helmetOptions(mapTileUrl: string | undefined): HelmetOptions {
  * The headers helmet sets for these options, read once from its own middleware: helmet's policy code
  * decides every name and value, and nothing in them depends on the request.
  */
-export function helmetHeaders(options: HelmetOptions): Record<string, string> {
+export function helmetHeaders (options: HelmetOptions): Record<string, string> {
   const headers: Record<string, string> = {}
   const response = {
-    setHeader(name: string, value: string | number | readonly string[]) { headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value) },
-    removeHeader(name: string) { delete headers[name.toLowerCase()] }
+    setHeader (name: string, value: string | number | readonly string[]) { headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value) },
+    removeHeader (name: string) { delete headers[name.toLowerCase()] }
   }
   let failure: unknown
   helmet(options)({} as IncomingMessage, response as unknown as ServerResponse, (err?: unknown) => { failure = err })
@@ -74,7 +74,7 @@ export function helmetHeaders(options: HelmetOptions): Record<string, string> {
  * middleware, rebuilt from its options, on every request (28 µs a request measured, against under
  * 1 µs here) for the same headers. SECURITY_HEADERS=false leaves them to a proxy in front.
  */
-export default fp(async function securityHeaders(app: FastifyInstance) {
+export default fp(async function securityHeaders (app: FastifyInstance) {
   if (!app.config.SECURITY_HEADERS) return
   const headers = helmetHeaders(helmetOptions(app.config.MAP_TILE_URL))
   const names = Object.keys(headers)

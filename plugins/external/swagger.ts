@@ -14,7 +14,7 @@ interface Document { paths: Record<string, Record<string, Operation | undefined>
  * A parameter with a default may be left out, whatever the server-side type says (the validator fills the
  * default in, so handlers always see it): the document marks it optional, so generated clients do too.
  */
-function defaultsAreOptional<D extends Document>(document: D): D {
+function defaultsAreOptional<D extends Document> (document: D): D {
   for (const item of Object.values(document.paths)) {
     for (const operation of Object.values(item ?? {})) {
       for (const parameter of operation?.parameters ?? []) {
@@ -25,7 +25,7 @@ function defaultsAreOptional<D extends Document>(document: D): D {
   return document
 }
 
-function introduction(devIdp: boolean): string {
+function introduction (devIdp: boolean): string {
   return [
     'One server, two APIs: session authentication with guild analytics (`/api/auth/*`, `/api/ghosts`)',
     'and a read-only placemark API (`/health`, `/api/v1/*`).',
@@ -45,7 +45,7 @@ function introduction(devIdp: boolean): string {
   ].join('\n')
 }
 
-export default fp(async function docs(app: FastifyInstance) {
+export default fp(async function docs (app: FastifyInstance) {
   // The shared shapes, before any route refers to them: they validate and serialize, and are the document's components.schemas.
   for (const schema of sharedSchemas) app.addSchema(schema)
   await app.register(swagger, {

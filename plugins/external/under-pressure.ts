@@ -20,7 +20,7 @@ const SAMPLE_INTERVAL_MS = 1000
 export const RETRY_AFTER_SECONDS = 5
 
 /** MAX_HEAP_USED_BYTES, or unset 90 % of the V8 heap limit; 0 is off. */
-export function heapLimit(setting: number | undefined): number {
+export function heapLimit (setting: number | undefined): number {
   return setting ?? Math.floor(getHeapStatistics().heap_size_limit * 0.9)
 }
 
@@ -39,7 +39,7 @@ const causes: Record<string, string> = {
  * routes whose config says `loadShedding: false` (health checks, metrics) are still answered.
  * `app.overloaded()` tells the readiness check.
  */
-export default fp(async function underPressurePlugin(app: FastifyInstance) {
+export default fp(async function underPressurePlugin (app: FastifyInstance) {
   const { config } = app
   // Start-up (migrations, the embedded database's first seed) holds the event loop by design; shedding
   // begins with the first sample taken wholly after the server is ready.

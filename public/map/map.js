@@ -233,7 +233,7 @@
   })
 
   // --- Timeline: events grouped by instant (or by date when the name has no time); the slider picks one.
-  let groups = []
+  const groups = []
   const items = new Map() // placemark id → its list item
 
   function whenOf (p) {

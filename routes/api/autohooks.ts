@@ -7,7 +7,7 @@ type Security = Record<string, unknown>[] | undefined
  * bearer check as its own preParsing hook (after the rate limiter, before any body is read), so the docs and
  * the enforcement cannot disagree. A route that must accept a revoked session's token (logout) says so in its config.
  */
-export default async function bearerPolicy(app: FastifyInstance): Promise<void> {
+export default async function bearerPolicy (app: FastifyInstance): Promise<void> {
   app.addHook('onRoute', (route) => {
     const security = (route.schema as { security?: Security } | undefined)?.security
     if (!security?.some((scheme) => 'bearerAuth' in scheme)) return

@@ -21,8 +21,11 @@ const devIdp: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       ...hide,
       querystring: Type.Object({
-        client_id: Type.String(), redirect_uri: Type.String(), response_type: Type.String(),
-        scope: Type.Optional(Type.String()), state: Type.Optional(Type.String())
+        client_id: Type.String(),
+        redirect_uri: Type.String(),
+        response_type: Type.String(),
+        scope: Type.Optional(Type.String()),
+        state: Type.Optional(Type.String())
       })
     }
   }, async (request, reply) => {

@@ -16,7 +16,7 @@ const escapeAttribute = (value: string) => value.replace(/&/g, '&amp;').replace(
  * The page: markup only. Its script and styles are same-origin files (a strict Content-Security-Policy
  * holds: no inline script, style or event handler); the base-map settings travel as data- attributes.
  */
-function page(tileUrl: string, tileAttribution: string): string {
+function page (tileUrl: string, tileAttribution: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

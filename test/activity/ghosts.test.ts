@@ -14,7 +14,7 @@ const OTHER = '900000000000000002'
 const ev = (userId: string, type: 'typing' | 'message', createdAt: string, username = `name-${userId}`, guildId = G): ActivityEvent =>
   ({ type, guildId, channelId: 'c1', userId, username, createdAt })
 const times = (n: number, f: (i: number) => ActivityEvent) => Array.from({ length: n }, (_, i) => f(i))
-async function* iterate(list: ActivityEvent[]) { yield* list }
+async function * iterate (list: ActivityEvent[]) { yield * list }
 const load = (handle: DatabaseHandle, list: ActivityEvent[], options?: LoadOptions) => loadActivity(handle, iterate(list), options)
 const rows = (ghosts: Ghost[]) => ghosts.map((g) => [g.userId, g.typingCount, g.messageCount, g.ghostScore])
 const ghosts = (handle: DatabaseHandle, since: string | null, limit = 100) =>
@@ -118,8 +118,8 @@ for (const kind of ['postgres'] as const) {
   t.test(`a refused load leaves nothing behind on ${kind}`, async (t) => {
     const handle = await openTestDatabase(t, kind)
     const before = await indexes(handle)
-    async function* failing(list: ActivityEvent[]) {
-      yield* list
+    async function * failing (list: ActivityEvent[]) {
+      yield * list
       throw new LoadAborted('invalid lines')
     }
     await t.rejects(loadActivity(handle, failing(events)), { name: 'LoadAborted' })

@@ -8,7 +8,7 @@ import { runScript } from '../support/run.ts'
 const line = (o: object) => JSON.stringify({ type: 'typing', guildId: 'g1', channelId: 'c1', userId: 'u1', username: 'n', createdAt: '2025-01-01T00:00:00Z', ...o })
 
 // Row counts and a digest of every activity table, to tell "unchanged" exactly.
-async function snapshot(client: pg.Client): Promise<string> {
+async function snapshot (client: pg.Client): Promise<string> {
   const { rows } = await client.query<{ s: string }>(`SELECT concat_ws(' ',
     (SELECT count(*) FROM activity_events),
     (SELECT md5(coalesce(string_agg(concat_ws('|', guild_id, channel_id, user_id, username, type, created_at), ',' ORDER BY created_at, user_id, type), '')) FROM activity_events),

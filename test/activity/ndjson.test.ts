@@ -110,7 +110,7 @@ t.test('a line past the length limit is one invalid line, and the next lines sti
 t.test('an endless line is reported while it arrives, without being held', async (t) => {
   let produced = 0
   const total = 64 * 1024 * 1024
-  async function* source(): AsyncGenerator<Buffer> {
+  async function * source (): AsyncGenerator<Buffer> {
     const piece = Buffer.alloc(64 * 1024, 'x')
     while (produced < total) {
       produced += piece.length

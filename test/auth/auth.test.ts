@@ -8,7 +8,7 @@ import { StandInIdp } from '../support/idp-server.ts'
 
 const ISSUER = 'guild-analytics'
 
-async function setup(t: Test, kind: 'postgres' | 'pglite', overrides = {}) {
+async function setup (t: Test, kind: 'postgres' | 'pglite', overrides = {}) {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
   const handle = await openTestDatabase(t, kind)
@@ -16,7 +16,7 @@ async function setup(t: Test, kind: 'postgres' | 'pglite', overrides = {}) {
   return { idp, app, handle }
 }
 
-async function signIn(app: FastifyInstance, code = 'good', remoteAddress = '127.0.0.1') {
+async function signIn (app: FastifyInstance, code = 'good', remoteAddress = '127.0.0.1') {
   const res = await app.inject({ url: `/api/auth/identity?code=${code}`, remoteAddress, headers: { 'user-agent': 'tap' } })
   return { res, body: res.json() }
 }
@@ -213,7 +213,7 @@ t.test('state is checked against the signed cookie', async (t) => {
   t.match(stateCookie, { httpOnly: true })
   const ok = await app.inject({ url: `/api/auth/identity?code=good&state=${state}`, cookies: { oauth_state: stateCookie.value } })
   t.equal(ok.statusCode, 200)
-  const wrong = await app.inject({ url: `/api/auth/identity?code=good&state=other`, cookies: { oauth_state: stateCookie.value } })
+  const wrong = await app.inject({ url: '/api/auth/identity?code=good&state=other', cookies: { oauth_state: stateCookie.value } })
   t.same([wrong.statusCode, wrong.json().message], [401, 'Invalid state'])
   const forged = await app.inject({ url: `/api/auth/identity?code=good&state=${state}`, cookies: { oauth_state: state } })
   t.equal(forged.statusCode, 401, 'an unsigned cookie is refused')
@@ -233,7 +233,7 @@ t.test('JWT attacks', async (t) => {
   const none = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify({ ...claims })).toString('base64url')}.`
 
   t.same(await me({}), [401, 'Missing authorization header'])
-  t.same(await me({ authorization: `Basic abc` }), [401, 'Missing authorization header'])
+  t.same(await me({ authorization: 'Basic abc' }), [401, 'Missing authorization header'])
   t.same(await me(bearer(body.accessToken)), [200, undefined])
   t.same(await me(bearer(none)), [401, 'Invalid token'], 'alg none')
   t.same(await me(bearer(sign('a-completely-different-secret-of-enough-length', { iss: ISSUER }))), [401, 'Invalid token'], 'wrong secret')
@@ -308,7 +308,7 @@ t.test('later blocks double up to the documented maximum, in memory and in Redis
       t.equal(await guard.begin(ip), 0, `${name}: attempt 2 of round ${round}`)
       const wait = await guard.begin(ip)
       blocks.push(Math.round(wait / 50) * 50)
-      await new Promise((r) => setTimeout(r, wait + 20))
+      await new Promise((resolve) => setTimeout(resolve, wait + 20))
     }
     t.same(blocks, [100, 200, 350, 350], `${name}: 100, 200, then capped at 350 ms`)
     t.equal(blockDuration(40, settings), 350)

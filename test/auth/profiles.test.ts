@@ -16,7 +16,12 @@ t.test('the cache itself', async (t) => {
   let loads = 0
   let gate: Promise<void> = Promise.resolve()
   const cache = new ProfileCache<{ n: number }>({
-    db: handle.db, maxEntries: 2, ttlMs: 60_000, pollMs: 60_000, redis: null, onError: (err) => { throw err },
+    db: handle.db,
+    maxEntries: 2,
+    ttlMs: 60_000,
+    pollMs: 60_000,
+    redis: null,
+    onError: (err) => { throw err },
     load: async (id) => { await gate; loads++; return id === 'missing' ? undefined : { n: loads } }
   })
 
@@ -32,7 +37,7 @@ t.test('the cache itself', async (t) => {
   t.same(await cache.get('a'), { n: 3 }, 'an invalidated entry is loaded again')
 
   let open!: () => void
-  gate = new Promise((r) => { open = r })
+  gate = new Promise((resolve) => { open = resolve })
   const racing = cache.get('c')
   cache.invalidate('c')
   open()
@@ -45,7 +50,7 @@ t.test('the cache itself', async (t) => {
   t.equal(cache.peek('missing'), undefined, 'unknown users are not kept')
 })
 
-async function instances(t: Test, env: Record<string, string>, pollMs: number): Promise<{ a: FastifyInstance; b: FastifyInstance; idp: StandInIdp; url: string }> {
+async function instances (t: Test, env: Record<string, string>, pollMs: number): Promise<{ a: FastifyInstance; b: FastifyInstance; idp: StandInIdp; url: string }> {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
   const url = await createPostgresDatabase(t)

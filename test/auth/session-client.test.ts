@@ -6,7 +6,7 @@ import { StandInIdp } from '../support/idp-server.ts'
 import { SessionClient, SessionEnded, type Tokens } from '../../examples/session-client.ts'
 
 // The README's refresh-cycle client, against the real server over HTTP.
-async function setup(t: Test) {
+async function setup (t: Test) {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
   const handle = await openTestDatabase(t)
@@ -21,7 +21,7 @@ async function setup(t: Test) {
   return { base, signIn, refreshes }
 }
 
-function countRefreshes(app: FastifyInstance): { count: number } {
+function countRefreshes (app: FastifyInstance): { count: number } {
   const seen = { count: 0 }
   app.addHook('onResponse', async (request) => { if (request.routeOptions.url === '/api/auth/refresh') seen.count++ })
   return seen

@@ -55,7 +55,7 @@ t.test('a session ends SESSION_MAX_AGE after its sign-in however often it is ref
   const first = await refresh()
   t.equal(first.statusCode, 200, 'refreshed within the lifetime')
   refreshToken = first.json().refreshToken
-  await new Promise((r) => setTimeout(r, 3200))
+  await new Promise((resolve) => setTimeout(resolve, 3200))
   const late = await refresh()
   t.same([late.statusCode, late.json()], [401, { error: 'Unauthorized', message: 'Invalid refresh token' }], 'refused past the lifetime: sign in again')
   const age = await sql<{ n: number }>`SELECT count(*)::int AS n FROM sessions WHERE expires_at > now()`.execute(handle.db)

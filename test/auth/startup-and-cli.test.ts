@@ -9,10 +9,16 @@ import { createPostgresDatabase, openTestDatabase, testConfig, testSecrets } fro
 import { StandInIdp } from '../support/idp-server.ts'
 import { openDatabase, migrateToLatest } from '../../db/index.ts'
 
-
 const production = {
-  NODE_ENV: 'production', IDP_CLIENT_ID: 'c', IDP_CLIENT_SECRET: 's', IDP_REDIRECT_URI: 'https://app.example/cb', IDP_AUTHORIZE_URL: 'https://idp.example/a',
-  IDP_TOKEN_URL: 'https://idp.example/t', IDP_USER_URL: 'https://idp.example/u', IDP_GUILDS_URL: 'https://idp.example/g', ...testSecrets
+  NODE_ENV: 'production',
+  IDP_CLIENT_ID: 'c',
+  IDP_CLIENT_SECRET: 's',
+  IDP_REDIRECT_URI: 'https://app.example/cb',
+  IDP_AUTHORIZE_URL: 'https://idp.example/a',
+  IDP_TOKEN_URL: 'https://idp.example/t',
+  IDP_USER_URL: 'https://idp.example/u',
+  IDP_GUILDS_URL: 'https://idp.example/g',
+  ...testSecrets
 }
 
 t.test('start-up refusals', async (t) => {
@@ -49,7 +55,7 @@ t.test('logs carry no codes, tokens, secrets or Authorization values', async (t)
   t.teardown(() => idp.stop())
   const handle = await openTestDatabase(t)
   let output = ''
-  const stream = new Writable({ write(chunk, _enc, done) { output += chunk; done() } })
+  const stream = new Writable({ write (chunk, _enc, done) { output += chunk; done() } })
   const config = testConfig({}, { ...idp.env(), LOG_LEVEL: 'trace' })
   const app = await buildApp({ config, db: handle, logger: { ...(loggerOptions('trace') as object), stream } })
   t.teardown(() => app.close())

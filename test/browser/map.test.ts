@@ -17,7 +17,7 @@ interface Feature { id: number; geometry: { type: string }; properties: { name: 
 const strictPolicy = (imgSources = '') =>
   `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:${imgSources}; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'`
 
-async function startApp(t: Test, overrides: Partial<Config>): Promise<{ app: FastifyInstance; base: string }> {
+async function startApp (t: Test, overrides: Partial<Config>): Promise<{ app: FastifyInstance; base: string }> {
   const handle = await openTestDatabase(t, { sample: true })
   const app = await buildApp({ config: testConfig({ ...overrides }), db: handle, logger: false })
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -26,7 +26,7 @@ async function startApp(t: Test, overrides: Partial<Config>): Promise<{ app: Fas
 }
 
 /** A page whose every answer carries the strict policy, and which records console errors and page errors. */
-async function openPage(t: Test, browser: Browser, policy: string): Promise<{ page: Page; errors: string[] }> {
+async function openPage (t: Test, browser: Browser, policy: string): Promise<{ page: Page; errors: string[] }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
   t.teardown(() => context.close())
   const page = await context.newPage()

@@ -19,7 +19,7 @@ const importFile = (handle: DatabaseHandle, file: string, dryRun = false) =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-async function waitFor(check: () => boolean | Promise<boolean>, what: string, ms = 3000): Promise<void> {
+async function waitFor (check: () => boolean | Promise<boolean>, what: string, ms = 3000): Promise<void> {
   const deadline = Date.now() + ms
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
@@ -38,7 +38,7 @@ const sharedDatabase = (kind: DbKind) => {
 }
 
 // A listener that the test stops when it ends, so that the next test on the shared database starts with none.
-async function subscribe(t: Test, handle: DatabaseHandle, onNotify: (payload: string) => void, onError?: (err: unknown) => void) {
+async function subscribe (t: Test, handle: DatabaseHandle, onNotify: (payload: string) => void, onError?: (err: unknown) => void) {
   const stop = await handle.listen(DATASET_CHANNEL, onNotify, onError)
   t.teardown(stop)
   return stop
@@ -206,7 +206,7 @@ t.test('postgres: closing the handle ends its listening connections', async (t) 
   await admin.connect()
   t.teardown(() => admin.end())
   const listening = async () => (await admin.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND query ILIKE 'LISTEN%'`, [name])).rows[0].n
+    'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND query ILIKE \'LISTEN%\'', [name])).rows[0].n
   t.equal(await listening(), 2)
   await handle.close()
   await waitFor(async () => (await listening()) === 0, 'the listening connections to end')

@@ -19,7 +19,7 @@ const kinds: DbKind[] = ['postgres', 'pglite']
 // What differs between two imports of the same file: the import's own time, and the ETag that hashes it.
 const normalized = (body: string) => body.replace(/"created_at":"[^"]+"/g, '"created_at":"…"')
 
-async function sameAnswers(t: Test, apps: FastifyInstance[], requests: (string | InjectOptions)[]): Promise<void> {
+async function sameAnswers (t: Test, apps: FastifyInstance[], requests: (string | InjectOptions)[]): Promise<void> {
   for (const request of requests) {
     const [first, ...rest] = await Promise.all(apps.map((app) => app.inject(request)))
     const label = typeof request === 'string' ? request : `${request.method ?? 'GET'} ${request.url}`

@@ -108,7 +108,7 @@ declare const page: operations['listPlacemarks']['responses'][200]['content']['a
 page.placemarks[0].lat
 `
 
-function typeErrors(file: string): string[] {
+function typeErrors (file: string): string[] {
   const compiled = ts.createProgram([file], {
     strict: true,
     noEmit: true,

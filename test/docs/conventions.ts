@@ -20,8 +20,13 @@ interface Media { schema?: { $ref?: string }; example?: unknown; examples?: Reco
 interface Response { description?: string; content?: Record<string, Media>; headers?: Record<string, unknown> }
 interface Parameter { name: string; in: string; description?: string; required?: boolean; example?: unknown; examples?: object; schema?: Record<string, unknown> }
 interface Operation {
-  operationId?: string; summary?: string; description?: string; tags?: string[]; security?: object[]
-  parameters?: Parameter[]; responses?: Record<string, Response>
+  operationId?: string;
+  summary?: string;
+  description?: string;
+  tags?: string[];
+  security?: object[]
+  parameters?: Parameter[];
+  responses?: Record<string, Response>
 }
 export interface OpenApiDocument { paths: Record<string, Record<string, Operation>> }
 
@@ -31,7 +36,7 @@ const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-rat
 /** The document's path of a Fastify route URL: `:id` as `{id}`. */
 export const documentPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
 
-function parameterProblems(p: Parameter): string[] {
+function parameterProblems (p: Parameter): string[] {
   const problems: string[] = []
   const schema = p.schema ?? {}
   const label = `${p.in} parameter ${p.name}`
@@ -44,7 +49,7 @@ function parameterProblems(p: Parameter): string[] {
   return problems
 }
 
-function responseProblems(status: string, r: Response): string[] {
+function responseProblems (status: string, r: Response): string[] {
   const problems: string[] = []
   const label = `response ${status}`
   if (!r.description || r.description === 'Default Response') problems.push(`${label} is not described in words`)
@@ -75,7 +80,7 @@ function responseProblems(status: string, r: Response): string[] {
 }
 
 /** Every way the document falls short of the conventions, as `METHOD /path: problem` lines. */
-export function conventionProblems(doc: OpenApiDocument, routes: RegisteredRoute[]): string[] {
+export function conventionProblems (doc: OpenApiDocument, routes: RegisteredRoute[]): string[] {
   const problems: string[] = []
   const operationIds = new Map<string, string>()
   for (const route of routes) {
@@ -111,11 +116,11 @@ export function conventionProblems(doc: OpenApiDocument, routes: RegisteredRoute
 }
 
 /** Collects the routes the document must cover, as Fastify registers them (HEAD, hidden and docs routes aside). */
-export function routeCollector(): { routes: RegisteredRoute[]; onRoute: (route: { method: string | string[]; url: string; schema?: unknown; config?: unknown }) => void } {
+export function routeCollector (): { routes: RegisteredRoute[]; onRoute: (route: { method: string | string[]; url: string; schema?: unknown; config?: unknown }) => void } {
   const routes: RegisteredRoute[] = []
   return {
     routes,
-    onRoute(route) {
+    onRoute (route) {
       if ((route.schema as { hide?: boolean } | undefined)?.hide || route.url.startsWith('/api/docs')) return
       const config = route.config as { datasetCache?: boolean } | undefined
       for (const method of [route.method].flat()) {

@@ -7,7 +7,7 @@ type Json = Record<string, unknown>
 interface Found { where: string; example: unknown; schema: Json }
 
 /** The schemas a schema holds: properties, items, additionalProperties and the members of anyOf/oneOf/allOf. */
-function children(schema: Json): [string, Json][] {
+function children (schema: Json): [string, Json][] {
   const out: [string, Json][] = []
   for (const [name, s] of Object.entries((schema.properties ?? {}) as Record<string, Json>)) out.push([`.${name}`, s])
   if (schema.items && typeof schema.items === 'object') out.push(['[]', schema.items as Json])
@@ -16,13 +16,13 @@ function children(schema: Json): [string, Json][] {
   return out
 }
 
-function schemaExamples(where: string, schema: Json, found: Found[]): void {
+function schemaExamples (where: string, schema: Json, found: Found[]): void {
   if (schema.example !== undefined) found.push({ where, example: schema.example, schema })
   for (const [step, child] of children(schema)) schemaExamples(`${where}${step}`, child, found)
 }
 
 /** Every example of an OpenAPI 3.0 document, each with the schema it must satisfy. */
-function documentExamples(doc: Json): Found[] {
+function documentExamples (doc: Json): Found[] {
   const found: Found[] = []
   const components = (doc.components as { schemas: Record<string, Json> }).schemas
   for (const [name, schema] of Object.entries(components)) schemaExamples(`components.schemas.${name}`, schema, found)
@@ -52,7 +52,7 @@ function documentExamples(doc: Json): Found[] {
 }
 
 /** The examples that do not validate against their schema, with Ajv's reason (OpenAPI 3.0's nullable included). */
-function invalidExamples(doc: Json): { checked: number; invalid: string[] } {
+function invalidExamples (doc: Json): { checked: number; invalid: string[] } {
   // References into components.schemas resolve against the document's own components.
   const rewrite = (value: unknown): unknown => JSON.parse(JSON.stringify(value).replaceAll('"#/components/schemas/', '"openapi#/definitions/'))
   const ajv = new Ajv({ strict: false, allErrors: true })

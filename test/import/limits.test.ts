@@ -18,7 +18,7 @@ const oneLine = (t: Test, run: Run, pattern: RegExp) => {
   t.equal(run.stderr.trim().split('\n').length, 1, 'one line, no stack trace')
 }
 
-async function openError(path: string, options?: Parameters<typeof openKmlSource>[1]): Promise<KmlSourceError> {
+async function openError (path: string, options?: Parameters<typeof openKmlSource>[1]): Promise<KmlSourceError> {
   try {
     const source = await openKmlSource(path, options)
     try {
@@ -34,7 +34,7 @@ async function openError(path: string, options?: Parameters<typeof openKmlSource
 }
 
 // A KML document with `mib` MiB of blank space in the middle: it deflates about a thousand to one.
-function blankKml(mib: number): (string | Buffer)[] {
+function blankKml (mib: number): (string | Buffer)[] {
   const blank = Buffer.alloc(MiB, ' ')
   return ['<kml><Document>', ...Array.from({ length: mib }, () => blank), '<Placemark><name>p</name><Point><coordinates>1,1</coordinates></Point></Placemark></Document></kml>']
 }

@@ -10,7 +10,7 @@ import { importPlacemarks, IMPORT_LOCK_KEY, SWAP_LOCK, type ImportOptions } from
 const small = readFileSync(join(projectRoot, 'test/fixtures/small.kml'), 'utf8')
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-async function* once(text: string): AsyncGenerator<string> {
+async function * once (text: string): AsyncGenerator<string> {
   yield text
 }
 
@@ -18,12 +18,12 @@ const run = (handle: DatabaseHandle, options: Partial<ImportOptions> = {}, text 
   importPlacemarks(handle, once(text), { timeZone: 'UTC', source: 'small.kml', ...options })
 
 /** A source that stops after its first part until released: an import held half way. */
-function heldSource(first: string, rest: string) {
+function heldSource (first: string, rest: string) {
   let release!: () => void
   const released = new Promise<void>((resolve) => { release = resolve })
   let reached!: () => void
   const waiting = new Promise<void>((resolve) => { reached = resolve })
-  async function* chunks(): AsyncGenerator<string> {
+  async function * chunks (): AsyncGenerator<string> {
     yield first
     reached()
     await released
@@ -32,20 +32,20 @@ function heldSource(first: string, rest: string) {
   return { chunks: chunks(), waiting, release }
 }
 
-async function client(url: string): Promise<pg.Client> {
+async function client (url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url })
   await c.connect()
   return c
 }
 
 // Whether some session waits for a lock on the placemarks table.
-async function importWaiting(observer: pg.Client): Promise<boolean> {
+async function importWaiting (observer: pg.Client): Promise<boolean> {
   const { rows } = await observer.query<{ n: number }>(
     "SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'placemarks'::regclass AND NOT granted AND mode = 'AccessExclusiveLock'")
   return rows[0].n > 0
 }
 
-async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+async function until (check: () => Promise<boolean>, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('timed out waiting')
@@ -175,7 +175,7 @@ for (const kind of ['postgres'] as const) {
     const count = async (sql: string) => Number((await handle.pool.query(sql)).rows[0].n)
     t.equal(await count('SELECT count(*) AS n FROM folders'), folders)
     t.equal(await count('SELECT count(*) AS n FROM styles'), 2001)
-    t.equal(await count("SELECT count(*) AS n FROM folders WHERE path = ARRAY[name] AND id = substr(name, 2)::int + 1"), folders, 'ids follow document order')
+    t.equal(await count('SELECT count(*) AS n FROM folders WHERE path = ARRAY[name] AND id = substr(name, 2)::int + 1'), folders, 'ids follow document order')
     const first = await handle.pool.query("SELECT definition FROM styles WHERE id = 's7'")
     t.match(JSON.stringify(first.rows[0].definition), /"IconStyle.scale\\?":\\?"7\\?"/, 'the first of a repeated id is kept')
     const dry = await importPlacemarks(handle, once(parts.join('')), { timeZone: 'UTC', source: 'wide.kml', dryRun: true })

@@ -12,7 +12,7 @@ const near = (): Position => {
   return [Math.max(-180, Math.min(180, lon)), coord(-20, 20)]
 }
 
-function randomGeometry(): Geometry {
+function randomGeometry (): Geometry {
   const [x, y] = near()
   const r = rand()
   if (r < 0.5) return { type: 'Point', coordinates: [x, y] }
@@ -24,7 +24,7 @@ function randomGeometry(): Geometry {
   return { type: 'Polygon', coordinates: rand() < 0.5 ? [ring, hole] : [ring] }
 }
 
-function randomBox(): Box {
+function randomBox (): Box {
   const [x, y] = near()
   const w = rand() < 0.1 ? 0 : coord(0, 8)
   const h = rand() < 0.1 ? 0 : coord(0, 8)
@@ -36,7 +36,7 @@ const items = Array.from({ length: 3000 }, (_, i) => ({ id: 3 * i + 1, geometry:
 // An empty geometry: infinite bounds, never in any box.
 items.push({ id: 10_000, geometry: { type: 'LineString', coordinates: [] } })
 // An index of the items, stored in the order given.
-function indexOf(list: typeof items) {
+function indexOf (list: typeof items) {
   const builder = new BoxIndexBuilder()
   for (const { id, geometry } of list) {
     const b = boundsOf(geometry)
@@ -47,7 +47,7 @@ function indexOf(list: typeof items) {
 const index = indexOf(items)
 
 // The joined bytes as the array of values they serialize.
-function values(list: SummaryBytes): unknown[] {
+function values (list: SummaryBytes): unknown[] {
   const bytes = Buffer.alloc(list.byteLength)
   list.copyTo(bytes, 0)
   const parsed = JSON.parse(`[${bytes.toString()}]`) as unknown[]
@@ -59,7 +59,7 @@ function values(list: SummaryBytes): unknown[] {
  * Asks an index for `boxes` random boxes and compares each answer with the per-geometry test over all
  * items: the first difference, or how many boxes were compared and how many found something.
  */
-function compare(ix: BoxIndex, boxes: number, limitOf: () => number): { mismatch: string } | { compared: number; nonEmpty: number } {
+function compare (ix: BoxIndex, boxes: number, limitOf: () => number): { mismatch: string } | { compared: number; nonEmpty: number } {
   let compared = 0
   let nonEmpty = 0
   for (let k = 0; k < boxes; k++) {

@@ -11,38 +11,38 @@ const samplePath = path.join(projectRoot, 'db', 'sample', 'sample.kml')
 const vegasPath = path.resolve(projectRoot, '..', 'shared', 'data', 'vegas-shooting-map.kmz')
 const NBSP = '\u00a0'
 
-async function* fromArray(parts: (string | Buffer)[]): AsyncGenerator<string | Buffer> {
+async function * fromArray (parts: (string | Buffer)[]): AsyncGenerator<string | Buffer> {
   for (const part of parts) yield part
 }
 
-async function collect(input: string | (string | Buffer)[] | AsyncIterable<string | Buffer>): Promise<KmlItem[]> {
+async function collect (input: string | (string | Buffer)[] | AsyncIterable<string | Buffer>): Promise<KmlItem[]> {
   const source = typeof input === 'string' ? fromArray([input]) : Array.isArray(input) ? fromArray(input) : input
   const items: KmlItem[] = []
   for await (const item of readKml(source)) items.push(item)
   return items
 }
 
-function placemarks(items: KmlItem[]): KmlPlacemark[] {
+function placemarks (items: KmlItem[]): KmlPlacemark[] {
   return items.flatMap((i) => (i.kind === 'placemark' ? [i.placemark] : []))
 }
 
-function styles(items: KmlItem[]): KmlStyle[] {
+function styles (items: KmlItem[]): KmlStyle[] {
   return items.flatMap((i) => (i.kind === 'style' ? [i.style] : []))
 }
 
-function byName(items: KmlItem[], name: string): KmlPlacemark {
+function byName (items: KmlItem[], name: string): KmlPlacemark {
   const found = placemarks(items).find((p) => p.name === name)
   if (!found) throw new Error(`no placemark named ${JSON.stringify(name)}`)
   return found
 }
 
-function slices(data: Buffer, size: number): Buffer[] {
+function slices (data: Buffer, size: number): Buffer[] {
   const out: Buffer[] = []
   for (let i = 0; i < data.length; i += size) out.push(data.subarray(i, i + size))
   return out
 }
 
-async function expectKmlError(input: string | (string | Buffer)[] | AsyncIterable<string | Buffer>, limits?: Partial<KmlLimits>): Promise<KmlError> {
+async function expectKmlError (input: string | (string | Buffer)[] | AsyncIterable<string | Buffer>, limits?: Partial<KmlLimits>): Promise<KmlError> {
   try {
     const source = typeof input === 'string' ? fromArray([input]) : Array.isArray(input) ? fromArray(input) : input
     for await (const item of readKml(source, { limits })) void item
@@ -68,7 +68,7 @@ t.test('geometries: Point, LineString, Polygon with holes', async (t) => {
   <Placemark><name>pt2d</name><Point><coordinates>12.5,-45</coordinates></Point></Placemark>
   <Placemark><name>line</name><LineString><tessellate>1</tessellate><coordinates>
       -115.1,36.1,0
-	-115.2,36.2,10   -115.3,36.3
+${'\t'}-115.2,36.2,10   -115.3,36.3
   </coordinates></LineString></Placemark>
   <Placemark><name>poly</name><Polygon>
     <outerBoundaryIs><LinearRing><coordinates>0,0,0 10,0,0 10,10,0 0,10,0 0,0,0</coordinates></LinearRing></outerBoundaryIs>
@@ -349,7 +349,7 @@ t.test('chunk boundaries do not change the result', async (t) => {
 
 t.test('items are yielded while the input is still arriving', async (t) => {
   let pulled = 0
-  async function* source(): AsyncGenerator<string> {
+  async function * source (): AsyncGenerator<string> {
     pulled++
     yield '<kml><Placemark><name>first</name><Point><coordinates>1,1</coordinates></Point></Placemark>'
     pulled++
@@ -473,7 +473,7 @@ const crcTable = Array.from({ length: 256 }, (_, n) => {
   for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
   return c >>> 0
 })
-function crc32(data: Buffer): number {
+function crc32 (data: Buffer): number {
   const native = (zlib as { crc32?: (d: Buffer) => number }).crc32
   if (typeof native === 'function') return native(data) >>> 0
   let c = 0xffffffff
@@ -481,7 +481,7 @@ function crc32(data: Buffer): number {
   return (c ^ 0xffffffff) >>> 0
 }
 
-function makeZip(entries: { name: string; data: string }[]): Buffer {
+function makeZip (entries: { name: string; data: string }[]): Buffer {
   const locals: Buffer[] = []
   const centrals: Buffer[] = []
   let offset = 0
@@ -525,7 +525,7 @@ function makeZip(entries: { name: string; data: string }[]): Buffer {
 
 const oneMark = (name: string) => `<kml><Placemark><name>${name}</name><Point><coordinates>-115.17,36.09</coordinates></Point></Placemark></kml>`
 
-async function namesFrom(file: string): Promise<{ kind: string; entryName?: string; names: string[] }> {
+async function namesFrom (file: string): Promise<{ kind: string; entryName?: string; names: string[] }> {
   const source = await openKmlSource(file)
   try {
     const items = await collect(source.chunks)
@@ -535,7 +535,7 @@ async function namesFrom(file: string): Promise<{ kind: string; entryName?: stri
   }
 }
 
-async function sourceError(file: string): Promise<string> {
+async function sourceError (file: string): Promise<string> {
   try {
     const source = await openKmlSource(file)
     try {
@@ -624,7 +624,7 @@ t.test('the Vegas KMZ', { skip: existsSync(vegasPath) ? false : `${vegasPath} is
 })
 
 // Lines of a document whose placemark sits under `depth` nested folders (the Document is one more level).
-function nestedFolders(depth: number): string[] {
+function nestedFolders (depth: number): string[] {
   const lines = ['<kml>', '<Document>']
   for (let i = 1; i <= depth; i++) lines.push(`<Folder><name>f${i}</name>`)
   lines.push('<Placemark><name>deep</name><Point><coordinates>1,1</coordinates></Point></Placemark>')
@@ -685,9 +685,9 @@ t.test('many sibling folders read in time linear in their number', async (t) => 
 
 // A document whose one placemark's `element` text is fed in 64 KiB pieces up to `total` characters;
 // `produced` tells how much had been handed to the reader when it gave up.
-function endless(before: string, piece: string, total: number, after: string) {
+function endless (before: string, piece: string, total: number, after: string) {
   const state = { produced: 0 }
-  async function* source(): AsyncGenerator<string> {
+  async function * source (): AsyncGenerator<string> {
     yield before
     const chunk = piece.repeat(Math.ceil(65536 / piece.length))
     while (state.produced < total) {
@@ -715,7 +715,7 @@ t.test('huge coordinates are refused while they arrive, not once held', async (t
   t.equal(placemarks(await collectWith(kml(`<Placemark><name>p</name><Polygon>${rings}</Polygon></Placemark>`), { maxCoordinatesChars: ring.length * 4 })).length, 1, 'at the limit: accepted')
 })
 
-async function collectWith(input: string, limits: Partial<KmlLimits>): Promise<KmlItem[]> {
+async function collectWith (input: string, limits: Partial<KmlLimits>): Promise<KmlItem[]> {
   const items: KmlItem[] = []
   for await (const item of readKml(fromArray([input]), { limits })) items.push(item)
   return items
@@ -775,7 +775,7 @@ t.test('a run of text, comments or a tag past the token limit is refused', async
   t.equal(placemarks(await collectWith(kml('<!-- a short comment --><Placemark><name>ok</name><Point><coordinates>1,1</coordinates></Point></Placemark>'), { maxTokenChars: 1000 })).length, 1)
 })
 
-async function decoded(bytes: Buffer, chunk = bytes.length): Promise<{ items: KmlItem[]; report: DecodeReport }> {
+async function decoded (bytes: Buffer, chunk = bytes.length): Promise<{ items: KmlItem[]; report: DecodeReport }> {
   const report: DecodeReport = { encoding: null, invalidSequences: 0, firstInvalidLine: null }
   const items: KmlItem[] = []
   for await (const item of readKml(fromArray(slices(bytes, chunk)), { report })) items.push(item)

@@ -118,7 +118,7 @@ t.test('GET / leads to the docs and is not in the OpenAPI document', async (t) =
 interface Started { lines: string[]; child: ReturnType<typeof spawn>; line: string }
 
 // Starts server.ts and waits for the stdout line that matches; the server is stopped when the test ends.
-async function startServer(t: Test, env: Record<string, string | undefined>, match: RegExp, cwd = projectRoot): Promise<Started> {
+async function startServer (t: Test, env: Record<string, string | undefined>, match: RegExp, cwd = projectRoot): Promise<Started> {
   const child = spawn(process.execPath, ['--import', tsxLoader, join(projectRoot, 'server.ts')], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) {
@@ -142,8 +142,16 @@ async function startServer(t: Test, env: Record<string, string | undefined>, mat
 }
 
 const serverEnv = (url: string, port: number) => ({
-  DATABASE_URL: url, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'development', LOG_LEVEL: 'info', LOG_FORMAT: undefined,
-  PUBLIC_URL: undefined, IDP_CLIENT_ID: undefined, SEED_SAMPLE_DATA: 'false', REDIS_URL: undefined
+  DATABASE_URL: url,
+  PORT: String(port),
+  HOST: '127.0.0.1',
+  NODE_ENV: 'development',
+  LOG_LEVEL: 'info',
+  LOG_FORMAT: undefined,
+  PUBLIC_URL: undefined,
+  IDP_CLIENT_ID: undefined,
+  SEED_SAMPLE_DATA: 'false',
+  REDIS_URL: undefined
 })
 
 t.test('the start-up line names the docs and the sign-in at the address a browser should open', async (t) => {
@@ -255,7 +263,7 @@ t.test('log format, start-up line and progress (in process)', async (t) => {
   let written = ''
   const terminal = { isTTY: true, write: (s: string) => { written += s } }
   const progress = new ByteProgress('map.kml', 4 * 1024 * 1024, 'placemarks', terminal, 0)
-  async function* chunks() { yield Buffer.alloc(1024 * 1024); yield Buffer.alloc(1024 * 1024) }
+  async function * chunks () { yield Buffer.alloc(1024 * 1024); yield Buffer.alloc(1024 * 1024) }
   let seen = 0
   for await (const chunk of progress.count(chunks())) {
     seen += chunk.length
@@ -264,10 +272,12 @@ t.test('log format, start-up line and progress (in process)', async (t) => {
       t.match(progress.line(performance.now() + 10_000), /^2\.0 MB of 4\.0 MB \(50%\), 1,234 placemarks, about \d+ s left$/, 'an estimate after a second')
     }
   }
+  // eslint-disable-next-line no-control-regex -- the terminal's escape sequences are the point
   t.match(written, /\r\x1b\[2K1\.0 MB of 4\.0 MB \(25%\), 0 placemarks/, 'bytes read against the size, in place')
   t.match(written, /2\.0 MB of 4\.0 MB \(50%\), 1,234 placemarks/)
   t.match(written, /read all 2\.0 MB; finishing…/, 'reading done, the import finishing')
   progress.done()
+  // eslint-disable-next-line no-control-regex -- the terminal's escape sequences are the point
   t.match(written, /\r\x1b\[2Kread 2\.0 MB of map\.kml in [\d.]+ s \(1,234 placemarks, .*\/s\)\n$/, 'the line is replaced by the summary')
 
   let plain = ''

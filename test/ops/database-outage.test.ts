@@ -10,7 +10,7 @@ import { importPlacemarks } from '../../lib/import/placemarks.ts'
 import { TcpProxy } from '../support/tcp-proxy.ts'
 
 // A database with the small fixture, reached through a proxy the test can cut; the app on a handle to it.
-async function proxiedApp(t: Test, options: Omit<DatabaseOptions, 'url'>, overrides: Partial<Config> = {}) {
+async function proxiedApp (t: Test, options: Omit<DatabaseOptions, 'url'>, overrides: Partial<Config> = {}) {
   const url = await createPostgresDatabase(t)
   const seed = await openDatabase({ url })
   await migrateToLatest(seed.db)
@@ -28,10 +28,10 @@ async function proxiedApp(t: Test, options: Omit<DatabaseOptions, 'url'>, overri
 }
 
 // Polls path until it answers 200; whether it did within about five seconds.
-async function recovers(app: FastifyInstance, path: string): Promise<boolean> {
+async function recovers (app: FastifyInstance, path: string): Promise<boolean> {
   for (let i = 0; i < 50; i++) {
     if ((await app.inject(path)).statusCode === 200) return true
-    await new Promise((r) => setTimeout(r, 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   return false
 }
@@ -50,7 +50,7 @@ t.test('database outages answer 503 fast and the server recovers by itself', asy
   const codes: number[] = []
   for (let i = 0; i < 20 && codes[codes.length - 1] !== 200; i++) {
     codes.push((await app.inject('/api/v1/placemarks/2')).statusCode)
-    await new Promise((r) => setTimeout(r, 50))
+    await new Promise((resolve) => setTimeout(resolve, 50))
   }
   t.equal(codes[codes.length - 1], 200, `recovers after killed connections (answers: ${codes.join(', ')})`)
   t.ok(codes.every((c) => c === 200 || c === 503), 'a dropped connection is a 503, never a 500')

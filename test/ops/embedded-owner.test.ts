@@ -31,7 +31,7 @@ const embeddedEnv = (dir: string, extra: Record<string, string> = {}): Record<st
 interface Server { child: ChildProcess; pid: number; base: string; output(): string; exited: Promise<number | null> }
 
 // A server as `npm start` runs it, answering once /api/v1/stats does (the database opened, migrated, seeded).
-async function startServer(t: Test, dir: string): Promise<Server> {
+async function startServer (t: Test, dir: string): Promise<Server> {
   const port = await freePort()
   const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], { cwd: projectRoot, env: { ...process.env, ...embeddedEnv(dir, { PORT: String(port) }) }, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
@@ -48,10 +48,11 @@ async function startServer(t: Test, dir: string): Promise<Server> {
   const deadline = Date.now() + 600_000
   let gone = false
   void exited.then(() => { gone = true })
+  // eslint-disable-next-line no-unmodified-loop-condition -- `gone` is set when the process exits
   while (Date.now() < deadline && !gone) {
     const ok = await fetch(`${server.base}/api/v1/stats`).then((r) => r.ok, () => false)
     if (ok) return server
-    await new Promise((r) => setTimeout(r, 250))
+    await new Promise((resolve) => setTimeout(resolve, 250))
   }
   throw new Error(`the server did not start: ${output}`)
 }
@@ -66,7 +67,7 @@ const oneLine = (t: Test, run: Run, line: string, what: string) => {
 
 // Every file and folder of the directory with its size and modification time (a folder's changes when a
 // file is created or removed in it): refused processes must not touch any.
-function snapshot(dir: string): string[] {
+function snapshot (dir: string): string[] {
   const out: string[] = []
   const walk = (d: string) => {
     out.push(`${d.slice(dir.length)}/ ${statSync(d).mtimeMs}`)
@@ -82,7 +83,7 @@ function snapshot(dir: string): string[] {
 }
 
 // A pid no process has now: one of a process that has just ended.
-async function deadPid(): Promise<number> {
+async function deadPid (): Promise<number> {
   const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' })
   await once(child, 'exit')
   return child.pid!

@@ -7,7 +7,7 @@ import { redisMissing, redisReachable, redisUrl, until } from '../support/shared
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 const sid = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString()).sid
 
-async function pair(t: Test, env: Record<string, string>, overrides = {}): Promise<[FastifyInstance, FastifyInstance, StandInIdp]> {
+async function pair (t: Test, env: Record<string, string>, overrides = {}): Promise<[FastifyInstance, FastifyInstance, StandInIdp]> {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
   const handle = await openTestDatabase(t, 'postgres')

@@ -5,10 +5,8 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises'
 import { buildApp, buildTestApp, createPostgresDatabase, openTestDatabase, testConfig } from '../helper.ts'
 import { migrateToLatest, openDatabase } from '../../db/index.ts'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
-
 /** Keeps this process's event loop busy: stretches of `burstMs` of pure computation for `totalMs`. */
-async function stall(totalMs: number, burstMs = 250): Promise<void> {
+async function stall (totalMs: number, burstMs = 250): Promise<void> {
   const end = Date.now() + totalMs
   while (Date.now() < end) {
     const burst = Date.now() + burstMs
@@ -17,7 +15,7 @@ async function stall(totalMs: number, burstMs = 250): Promise<void> {
   }
 }
 
-async function until(what: string, check: () => Promise<boolean>, ms = 8000): Promise<void> {
+async function until (what: string, check: () => Promise<boolean>, ms = 8000): Promise<void> {
   const deadline = Date.now() + ms
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)

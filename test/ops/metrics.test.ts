@@ -14,7 +14,7 @@ interface Sample { name: string; labels: Record<string, string>; value: number }
  * The Prometheus text exposition format, checked line by line: `# HELP name text`, `# TYPE name type`,
  * and samples `name{label="value",…} number`, each sample of a family whose TYPE came first.
  */
-function parsePrometheus(text: string): { samples: Sample[]; types: Map<string, string>; errors: string[] } {
+function parsePrometheus (text: string): { samples: Sample[]; types: Map<string, string>; errors: string[] } {
   const types = new Map<string, string>()
   const samples: Sample[] = []
   const errors: string[] = []

@@ -85,7 +85,7 @@ t.test('the auth routes have their own budget; windows end; a bad window refuses
   t.equal(folders.statusCode, 200, 'the global budget is separate')
   t.equal(folders.headers['x-ratelimit-limit'], '5')
   t.equal(folders.headers['x-ratelimit-remaining'], '4')
-  await new Promise((r) => setTimeout(r, 450))
+  await new Promise((resolve) => setTimeout(resolve, 450))
   t.equal((await app.inject('/api/auth/me')).statusCode, 401, 'a new window, a new budget')
   t.notOk((await app.inject('/health')).headers['x-ratelimit-limit'], 'the health check runs no limiter')
   await t.rejects(buildTestApp(t, handle, { RATE_LIMIT_WINDOW: 'soon' }), /RATE_LIMIT_WINDOW/)

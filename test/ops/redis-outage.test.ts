@@ -16,7 +16,7 @@ t.test('a Redis that silently stops answering is skipped within seconds, not wai
     return { status: res.statusCode, ms: Date.now() - started, remaining: res.headers['x-ratelimit-remaining'] }
   }
   // Redis answering: counted there.
-  for (let i = 0; i < 100 && app.redis?.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50))
+  for (let i = 0; i < 100 && app.redis?.status !== 'ready'; i++) await new Promise((resolve) => setTimeout(resolve, 50))
   const before = await timed()
   t.equal(before.status, 200)
   t.equal(before.remaining, '999', 'counted in Redis')
@@ -25,7 +25,7 @@ t.test('a Redis that silently stops answering is skipped within seconds, not wai
   const first = await timed()
   t.equal(first.status, 200, 'served while Redis is silent (the limit is skipped)')
   t.ok(first.ms < 1500, `the first request waits at most the command timeout (${first.ms} ms)`)
-  await new Promise((r) => setTimeout(r, 2500))
+  await new Promise((resolve) => setTimeout(resolve, 2500))
   const later: number[] = []
   for (let i = 0; i < 20; i++) {
     const r = await timed()
@@ -40,7 +40,7 @@ t.test('a Redis that silently stops answering is skipped within seconds, not wai
   for (let i = 0; i < 50 && !counted; i++) {
     const r = await timed()
     counted = r.remaining !== undefined && Number(r.remaining) < 999
-    if (!counted) await new Promise((res) => setTimeout(res, 100))
+    if (!counted) await new Promise((resolve) => setTimeout(resolve, 100))
   }
   t.ok(counted, 'counting in Redis resumes when it answers again')
 })

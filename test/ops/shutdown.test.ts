@@ -8,10 +8,10 @@ import { createPostgresDatabase, projectRoot } from '../helper.ts'
 import { migrateToLatest, openDatabase } from '../../db/index.ts'
 import { importPlacemarks } from '../../lib/import/placemarks.ts'
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Polls `check` until it holds or `ms` have passed; answers whether it held. */
-async function waitFor(check: () => Promise<boolean>, ms: number): Promise<boolean> {
+async function waitFor (check: () => Promise<boolean>, ms: number): Promise<boolean> {
   const end = Date.now() + ms
   while (Date.now() < end) {
     if (await check()) return true
@@ -62,7 +62,7 @@ t.test('SIGTERM lets in-flight requests finish, then exits 0', async (t) => {
   t.teardown(() => observer.end().catch(() => {}))
   const waiting = async () => {
     const { rows } = await observer.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ~ 'placemarks'`)
+      'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = \'Lock\' AND query ~ \'placemarks\'')
     return rows[0]!.n >= 3
   }
   t.ok(await waitFor(waiting, 60_000), 'three requests are in flight', diag())

@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify'
 const small = join(projectRoot, 'test/fixtures/small.kml')
 
 // Boxes around the data's own coordinates, random sizes, some crossing the antimeridian.
-function boxes(seed: number, centres: [number, number][], n: number): string[] {
+function boxes (seed: number, centres: [number, number][], n: number): string[] {
   const rand = mulberry32(seed)
   const out: string[] = []
   for (let i = 0; i < n; i++) {
@@ -31,7 +31,7 @@ const fixed = ['min_lon=-0.5&min_lat=-0.5&max_lon=0.5&max_lat=0.5', 'min_lon=0&m
   'min_lon=-180&min_lat=-90&max_lon=180&max_lat=90', 'min_lon=-180&min_lat=-90&max_lon=180&max_lat=90&limit=2',
   'min_lon=180&min_lat=-90&max_lon=-180&max_lat=90', 'min_lon=-115.4&min_lat=35.9&max_lon=-114.9&max_lat=36.4&limit=10000']
 
-async function sameAnswers(t: Test, memory: FastifyInstance, database: FastifyInstance, queries: string[]) {
+async function sameAnswers (t: Test, memory: FastifyInstance, database: FastifyInstance, queries: string[]) {
   let found = 0
   for (const q of queries) {
     const a = await memory.inject(`/api/v1/spatial/bbox?${q}`)

@@ -35,7 +35,7 @@ t.test('dataset responses are cached per URL and invalidated by an import', asyn
 
   // Another process imports: every instance notices the new version within its poll interval.
   await importPlacemarks(handle, createReadStream(small), { timeZone: 'UTC', source: 'small.kml' })
-  await new Promise((r) => setTimeout(r, 200))
+  await new Promise((resolve) => setTimeout(resolve, 200))
   const after = await app.inject('/api/v1/stats')
   t.equal(after.json().total_placemarks, 7)
   t.match(after.headers.etag, /^"2-/)
@@ -52,7 +52,7 @@ t.test('concurrent misses of one URL share one computation', async (t) => {
   t.teardown(() => app.close())
   let runs = 0
   let release!: () => void
-  let gate = new Promise<void>((r) => { release = r })
+  let gate = new Promise<void>((resolve) => { release = resolve })
   let fail = false
   // A dataset route of the test's own, cached as routes/api/v1/autohooks.ts caches the real ones.
   await app.register(async (scoped) => {
@@ -69,7 +69,7 @@ t.test('concurrent misses of one URL share one computation', async (t) => {
 
   // Ten at once on a cold cache: the first runs the route, the others wait and get its answer.
   const first = Promise.all(Array.from({ length: 10 }, () => app.inject('/test/shared')))
-  await new Promise((r) => setTimeout(r, 50))
+  await new Promise((resolve) => setTimeout(resolve, 50))
   t.equal(runs, 1, 'the route ran once while the others waited')
   release()
   const answers = await first
@@ -79,14 +79,14 @@ t.test('concurrent misses of one URL share one computation', async (t) => {
   t.equal(runs, 1)
 
   // A query string is another URL, another computation; one waiter asks If-None-Match with the ETag to come.
-  gate = new Promise<void>((r) => { release = r })
+  gate = new Promise<void>((resolve) => { release = resolve })
   const etag = answers[0].headers.etag as string
   const second = Promise.all([
     app.inject('/test/shared?x=1'),
     app.inject({ url: '/test/shared?x=1', headers: { 'if-none-match': etag } }),
     app.inject({ url: '/test/shared?x=1', headers: { 'accept-encoding': 'gzip' } })
   ])
-  await new Promise((r) => setTimeout(r, 50))
+  await new Promise((resolve) => setTimeout(resolve, 50))
   release()
   const [plain, conditional, zipped] = await second
   t.equal(runs, 2)
@@ -95,10 +95,10 @@ t.test('concurrent misses of one URL share one computation', async (t) => {
   t.equal(conditional.statusCode, 200, 'another URL\'s ETag does not match')
 
   // An error is shared by the requests that waited for it, and not kept: the next request runs the route.
-  gate = new Promise<void>((r) => { release = r })
+  gate = new Promise<void>((resolve) => { release = resolve })
   fail = true
   const failing = Promise.all(Array.from({ length: 4 }, () => app.inject('/test/shared?y=1')))
-  await new Promise((r) => setTimeout(r, 50))
+  await new Promise((resolve) => setTimeout(resolve, 50))
   t.equal(runs, 3, 'one ran, three waited')
   fail = false
   release()
@@ -130,7 +130,7 @@ for (const kind of ['postgres'] as const) {
     // The notification arrives on its own connection; give it the time of a round trip.
     let after = await app.inject('/api/v1/stats')
     for (let i = 0; i < 50 && after.headers.etag === before.headers.etag; i++) {
-      await new Promise((r) => setTimeout(r, 20))
+      await new Promise((resolve) => setTimeout(resolve, 20))
       after = await app.inject('/api/v1/stats')
     }
     t.equal(after.json().total_placemarks, 7, 'the new dataset is served')

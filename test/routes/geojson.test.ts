@@ -22,7 +22,7 @@ interface Feature { type: 'Feature'; id: number; geometry: GeoGeometry; properti
 interface Collection { type: 'FeatureCollection'; features: Feature[]; [member: string]: unknown }
 
 /** What RFC 7946 asks of a geometry beyond its JSON shape: position sizes and ranges, closed rings of 4 or more positions. */
-function rfc7946Problems(g: GeoGeometry): string[] {
+function rfc7946Problems (g: GeoGeometry): string[] {
   const problems: string[] = []
   const position = (p: Position, where: string) => {
     if (p.length < 2 || p.length > 3 || !p.every(Number.isFinite)) problems.push(`${where}: ${JSON.stringify(p)} is not 2 or 3 numbers`)
@@ -46,7 +46,9 @@ function rfc7946Problems(g: GeoGeometry): string[] {
   return problems
 }
 
-const ajv = addFormats.default(new Ajv.default({ allErrors: true, strict: true }))
+// CommonJS modules: their classes are the `default` export of the module object.
+const { default: AjvClass } = Ajv
+const ajv = addFormats.default(new AjvClass({ allErrors: true, strict: true }))
 const compiled = new Map<TSchema, ValidateFunction>()
 const validator = (schema: TSchema) => {
   let check = compiled.get(schema)
@@ -55,7 +57,7 @@ const validator = (schema: TSchema) => {
 }
 
 /** The answer against its schema (Ajv, the validator Fastify uses) and every geometry against RFC 7946's rules. */
-function checkGeoJson(t: Test, body: unknown, schema: TSchema, label: string): void {
+function checkGeoJson (t: Test, body: unknown, schema: TSchema, label: string): void {
   const check = validator(schema)
   check(body)
   const errors = (check.errors ?? []).slice(0, 3).map((e) => `${e.instancePath}: ${e.message}`)
@@ -66,13 +68,13 @@ function checkGeoJson(t: Test, body: unknown, schema: TSchema, label: string): v
   t.same(problems.slice(0, 3), [], `${label}: ${features.length} geometries follow RFC 7946`)
 }
 
-async function get(app: FastifyInstance, url: string, headers: Record<string, string> = {}) {
+async function get (app: FastifyInstance, url: string, headers: Record<string, string> = {}) {
   const res = await app.inject({ url, headers })
   return { status: res.statusCode, headers: res.headers, text: res.body, raw: res.rawPayload }
 }
 
 /** Each feature equals the JSON placemark field for field, and carries the stored geometry text as it is. */
-function samePlacemarks(t: Test, geo: { text: string }, placemarks: Record<string, unknown>[], label: string): void {
+function samePlacemarks (t: Test, geo: { text: string }, placemarks: Record<string, unknown>[], label: string): void {
   const collection = JSON.parse(geo.text) as Collection
   t.equal(collection.features.length, placemarks.length, `${label}: one feature per placemark`)
   const mismatched: number[] = []

@@ -9,7 +9,7 @@ import { setRole } from '../../db/auth.ts'
 const G = '900000000000000001'
 const ev = (userId: string, type: 'typing' | 'message', createdAt: string): ActivityEvent =>
   ({ type, guildId: G, channelId: 'c1', userId, username: `name-${userId}`, createdAt })
-async function* iterate(list: ActivityEvent[]) { yield* list }
+async function * iterate (list: ActivityEvent[]) { yield * list }
 const events = [
   ev('u1', 'typing', '2025-03-01T10:00:00Z'), ev('u1', 'typing', '2025-03-01T10:01:00Z'), ev('u1', 'message', '2025-03-02T10:00:00Z'),
   ev('u2', 'typing', '2025-03-02T09:00:00Z'), ev('u2', 'typing', '2025-03-02T12:00:00Z'), ev('u2', 'typing', '2025-03-03T09:00:00Z'),

@@ -119,7 +119,7 @@ t.test('errors raised by the framework keep {error, message} and the CORS header
 })
 
 // Raw HTTP on a real socket: what reaches the server before Fastify has a request.
-async function rawExchange(port: number, write: (socket: net.Socket) => void, ms = 10_000): Promise<{ text: string; elapsed: number }> {
+async function rawExchange (port: number, write: (socket: net.Socket) => void, ms = 10_000): Promise<{ text: string; elapsed: number }> {
   const started = Date.now()
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1')

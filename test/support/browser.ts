@@ -10,7 +10,7 @@ const systemBrowsers = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/
  * @sparticuz/chromium dev dependency ships inside its npm package (unpacked once into the temporary
  * directory), so that `npm install` alone is enough.
  */
-export async function chromiumPath(): Promise<string> {
+export async function chromiumPath (): Promise<string> {
   const configured = process.env.CHROMIUM_PATH
   if (configured) {
     if (!existsSync(configured)) throw new Error(`CHROMIUM_PATH is ${configured}, which does not exist`)
@@ -25,7 +25,7 @@ export async function chromiumPath(): Promise<string> {
 }
 
 // Test files run in parallel: one process unpacks while the others wait, so none runs a half-written file.
-async function withUnpackLock<T>(fn: () => Promise<T>): Promise<T> {
+async function withUnpackLock<T> (fn: () => Promise<T>): Promise<T> {
   const lock = '/tmp/chromium-unpack.lock'
   const deadline = Date.now() + 120_000
   for (;;) {
@@ -49,7 +49,7 @@ async function withUnpackLock<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /** A headless Chromium with the flags a container needs; no web-security switches, so CSP and CORS hold. */
-export async function launchBrowser(): Promise<Browser> {
+export async function launchBrowser (): Promise<Browser> {
   return chromium.launch({
     executablePath: await chromiumPath(),
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']

@@ -19,25 +19,30 @@ export class StandInIdp {
   #server = http.createServer((req, res) => this.#handle(req, res))
   url = ''
 
-  async start(): Promise<this> {
+  async start (): Promise<this> {
     await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve))
     this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`
     return this
   }
 
-  async stop(): Promise<void> {
+  async stop (): Promise<void> {
     this.#server.closeAllConnections()
     await new Promise<void>((resolve) => this.#server.close(() => resolve()))
   }
 
-  env(): Record<string, string> {
+  env (): Record<string, string> {
     return {
-      IDP_CLIENT_ID: 'test-client', IDP_CLIENT_SECRET: 'test-client-secret-value', IDP_REDIRECT_URI: 'http://localhost:5173/callback',
-      IDP_AUTHORIZE_URL: `${this.url}/authorize`, IDP_TOKEN_URL: `${this.url}/token`, IDP_USER_URL: `${this.url}/user`, IDP_GUILDS_URL: `${this.url}/guilds`
+      IDP_CLIENT_ID: 'test-client',
+      IDP_CLIENT_SECRET: 'test-client-secret-value',
+      IDP_REDIRECT_URI: 'http://localhost:5173/callback',
+      IDP_AUTHORIZE_URL: `${this.url}/authorize`,
+      IDP_TOKEN_URL: `${this.url}/token`,
+      IDP_USER_URL: `${this.url}/user`,
+      IDP_GUILDS_URL: `${this.url}/guilds`
     }
   }
 
-  #handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+  #handle (req: http.IncomingMessage, res: http.ServerResponse): void {
     let body = ''
     req.on('data', (d) => { body += d })
     req.on('end', () => {

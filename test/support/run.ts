@@ -20,7 +20,7 @@ const environment = (env: Env): Env => {
  * this environment, capturing what it writes; answers its exit code. The command's own code path from
  * its arguments to its exit code, with none of a new process's start-up.
  */
-export async function runScriptIn(cwd: string, script: string, args: string[], env: Env, options: { isTTY?: boolean } = {}): Promise<Run> {
+export async function runScriptIn (cwd: string, script: string, args: string[], env: Env, options: { isTTY?: boolean } = {}): Promise<Run> {
   const { command } = await import(pathToFileURL(join(projectRoot, script)).href) as { command: Command<never> }
   let stdout = ''
   let stderr = ''
@@ -33,7 +33,7 @@ export async function runScriptIn(cwd: string, script: string, args: string[], e
   return { code, stdout, stderr }
 }
 
-export function runScript(script: string, args: string[], env: Env, options: { isTTY?: boolean } = {}): Promise<Run> {
+export function runScript (script: string, args: string[], env: Env, options: { isTTY?: boolean } = {}): Promise<Run> {
   return runScriptIn(projectRoot, script, args, env, options)
 }
 
@@ -44,7 +44,7 @@ const tsxLoader = import.meta.resolve('tsx')
  * Runs one of the project's scripts as its own Node process, as a user would: for what only a process
  * shows (its exit, signals, a lock held by another process, a terminal).
  */
-export function spawnScript(script: string, args: string[], env: Env, cwd = projectRoot): Promise<Run> {
+export function spawnScript (script: string, args: string[], env: Env, cwd = projectRoot): Promise<Run> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', tsxLoader, join(projectRoot, script), ...args], { cwd, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''

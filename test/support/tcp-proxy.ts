@@ -7,9 +7,14 @@ export class TcpProxy {
   #blackholed = false
   port = 0
 
-  constructor(private readonly targetPort: number, private readonly targetHost = '127.0.0.1') {}
+  private readonly targetPort: number
+  private readonly targetHost: string
+  constructor (targetPort: number, targetHost: string = '127.0.0.1') {
+    this.targetPort = targetPort
+    this.targetHost = targetHost
+  }
 
-  async start(port = this.port): Promise<number> {
+  async start (port = this.port): Promise<number> {
     const server = net.createServer((client) => {
       this.#track(client)
       // A black-holed network: the connection opens, and nothing it sends ever arrives.
@@ -29,14 +34,14 @@ export class TcpProxy {
     return this.port
   }
 
-  #track(s: net.Socket): void {
+  #track (s: net.Socket): void {
     this.#sockets.add(s)
     s.on('close', () => this.#sockets.delete(s))
     s.on('error', () => s.destroy())
   }
 
   // Refuses new connections and drops the open ones, like a database host going away.
-  async stop(): Promise<void> {
+  async stop (): Promise<void> {
     const server = this.#server
     this.#server = null
     for (const s of this.#sockets) s.destroy()
@@ -44,7 +49,7 @@ export class TcpProxy {
   }
 
   /** Packets silently dropped: open connections stop carrying data, new ones connect and hear nothing. */
-  blackhole(): void {
+  blackhole (): void {
     this.#blackholed = true
     for (const s of this.#sockets) {
       s.unpipe()
@@ -54,7 +59,7 @@ export class TcpProxy {
   }
 
   /** The network back: connections that lost data are reset (their protocol state is gone), new ones pass. */
-  restore(): void {
+  restore (): void {
     this.#blackholed = false
     for (const s of this.#sockets) s.destroy()
   }

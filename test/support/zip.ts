@@ -23,7 +23,7 @@ export interface ZipOptions {
 }
 
 /** Deflates the parts one at a time, so that the inflated content is never held whole. */
-export async function deflateParts(parts: Iterable<string | Buffer>): Promise<Deflated> {
+export async function deflateParts (parts: Iterable<string | Buffer>): Promise<Deflated> {
   const deflate = createDeflateRaw({ level: 9 })
   const out: Buffer[] = []
   deflate.on('data', (chunk: Buffer) => out.push(chunk))
@@ -41,7 +41,7 @@ export async function deflateParts(parts: Iterable<string | Buffer>): Promise<De
 }
 
 // Writes a minimal ZIP archive (deflated entries) so tests can build KMZ files of any shape.
-export function makeZip(entries: ZipEntry[], options: ZipOptions = {}): Buffer {
+export function makeZip (entries: ZipEntry[], options: ZipOptions = {}): Buffer {
   const locals: Buffer[] = []
   const centrals: Buffer[] = []
   let offset = 0

@@ -21,7 +21,7 @@ const refreshCookie: Headers = {
   }
 }
 
-function userBody(u: UserRow) {
+function userBody (u: UserRow) {
   return { id: u.id, providerId: u.provider_id, username: u.username, discriminator: u.discriminator, avatar: u.avatar, role: u.role, createdAt: u.created_at.toISOString() }
 }
 
@@ -33,7 +33,6 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   const setRefreshCookie = (reply: FastifyReply, token: string) =>
     reply.setCookie(REFRESH_COOKIE, token, { ...cookieBase, sameSite: 'strict', maxAge: Math.floor(app.tokenLifetimes.refreshMs / 1000) })
-
 
   // The code exchange through @fastify/oauth2 (decorated in the cookie scope below), its failures mapped onto the contract.
   const exchangeCode = async (request: FastifyRequest, reply: FastifyReply): Promise<string> => {
@@ -111,8 +110,11 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         await app.profiles.changed(user.id)
         refresh = tokens.refresh(user.id)
         sid = await createSession(app.db, {
-          userId: user.id, tokenHash: refresh.tokenHash, expiresAt: refresh.expiresAt,
-          userAgent: request.headers['user-agent']?.slice(0, 512) ?? null, ip: request.ip
+          userId: user.id,
+          tokenHash: refresh.tokenHash,
+          expiresAt: refresh.expiresAt,
+          userAgent: request.headers['user-agent']?.slice(0, 512) ?? null,
+          ip: request.ip
         }, app.sessionPolicy.maxAgeMs)
       } catch (err) {
         // Only the client's own failures (a refused code, state or scope) keep counting; a provider or
@@ -239,8 +241,13 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const rows = await liveSessions(app.db, request.auth!.userId)
     return {
       sessions: rows.map((s) => ({
-        id: s.id, createdAt: s.created_at.toISOString(), lastUsedAt: s.last_used_at.toISOString(), expiresAt: s.expires_at.toISOString(),
-        userAgent: s.user_agent, ip: s.ip, current: s.id === request.auth!.sessionId
+        id: s.id,
+        createdAt: s.created_at.toISOString(),
+        lastUsedAt: s.last_used_at.toISOString(),
+        expiresAt: s.expires_at.toISOString(),
+        userAgent: s.user_agent,
+        ip: s.ip,
+        current: s.id === request.auth!.sessionId
       }))
     }
   })

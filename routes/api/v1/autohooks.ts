@@ -19,14 +19,14 @@ type RouteSchema = { querystring?: QuerySchema; response?: Record<string, unknow
 const GEOJSON_NOTE = 'JSON by default; RFC 7946 GeoJSON (`application/geo+json`) with `Accept: application/geo+json` or `format=geojson`.'
 
 // Both answers of a GeoJSON route depend on the Accept header: caches in between must key on it.
-function varyAccept(_request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+function varyAccept (_request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   addVary(reply, 'accept')
   done()
 }
 
 // OpenAPI 3.0 schemas take one `example`, not JSON Schema's `examples` list (the document's generator
 // converts a single-type answer itself, but leaves a per-content-type answer as it is given).
-function openapiExamples(schema: unknown): unknown {
+function openapiExamples (schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(openapiExamples)
   if (typeof schema !== 'object' || schema === null) return schema
   const out: Record<string, unknown> = {}
@@ -41,7 +41,7 @@ function openapiExamples(schema: unknown): unknown {
 }
 
 /** The route's document schema with its 200 answer in both content types. */
-function withGeoJsonAnswer(schema: RouteSchema, geojson: object): RouteSchema {
+function withGeoJsonAnswer (schema: RouteSchema, geojson: object): RouteSchema {
   const json = schema.response?.['200']
   if (json === undefined) return schema
   // The answer's words and headers belong to the response, not to its JSON schema.
@@ -68,7 +68,7 @@ type QuerySchema = { type?: string; properties?: object; additionalProperties?: 
  * A route naming a GeoJSON schema in its config gets the `format` parameter, `Vary: Accept`, and
  * both content types in the OpenAPI document.
  */
-export default async function datasetPolicy(app: FastifyInstance): Promise<void> {
+export default async function datasetPolicy (app: FastifyInstance): Promise<void> {
   app.addHook('onRoute', (route: RouteOptions) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     if (!methods.includes('GET') && !methods.includes('HEAD')) return
@@ -89,7 +89,7 @@ export default async function datasetPolicy(app: FastifyInstance): Promise<void>
 }
 
 /** A cached route's document: its 200 carries the ETag, and 304 answers a current `If-None-Match`. */
-function documentCaching(schema: RouteSchema): void {
+function documentCaching (schema: RouteSchema): void {
   const ok = schema.response?.['200'] as { headers?: object } | undefined
   if (ok === undefined) return
   schema.response = { ...schema.response, 200: { ...ok, headers: { ...ok.headers, ...etagHeaders } }, 304: notModified }
