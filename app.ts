@@ -9,7 +9,8 @@ import { loggerOptions, requestChildLogger } from './lib/logger.ts'
 import configPlugin from './plugins/app/config.ts'
 import { strictValidatorFactory } from './lib/validation.ts'
 import { clientErrorHandler, frameworkErrorHandler } from './plugins/app/errors.ts'
-import requestIdPlugin, { genReqId } from './plugins/app/request-id.ts'
+import requestIdPlugin from './plugins/app/request-id.ts'
+import { genReqId } from './lib/request-id.ts'
 
 const root = dirname(fileURLToPath(import.meta.url))
 // The sources run as TypeScript through tsx's --import hook, which @fastify/autoload cannot detect by itself.

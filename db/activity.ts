@@ -114,3 +114,9 @@ export async function ghostsForGuild (db: Db, q: GhostQuery): Promise<Ghost[]> {
     return { userId: r.user_id, username: r.username, typingCount, messageCount, ghostScore: typingCount / (messageCount + 1) }
   })
 }
+
+/** How many activity events are stored. */
+export async function activityEventCount (db: Db): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM activity_events`.execute(db)
+  return rows[0]!.n
+}

@@ -81,6 +81,12 @@ export async function revokeSession (db: Db, sessionId: string, reason: string, 
   return Number(res.numUpdatedRows) > 0
 }
 
+/** Ids of the sessions revoked at or after `since`: what a starting instance must refuse. */
+export async function sessionsRevokedSince (db: Db, since: Date): Promise<string[]> {
+  const rows = await db.selectFrom('sessions').select('id').where('revoked_at', '>=', since).execute()
+  return rows.map((r) => r.id)
+}
+
 export async function sessionOwner (db: Db, sessionId: string): Promise<{ user_id: string; revoked: boolean } | undefined> {
   const row = await db.selectFrom('sessions').select(['user_id', 'revoked_at']).where('id', '=', sessionId).executeTakeFirst()
   return row ? { user_id: row.user_id, revoked: row.revoked_at !== null } : undefined

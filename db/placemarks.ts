@@ -1,8 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import type { Database } from './types.ts'
-import { intersectsBox, splitBox, type Box, type Geometry } from '../lib/geo/box.ts'
-import { BoxIndexBuilder, joinSummaries, type BoxIndex, type SummaryBytes } from '../lib/geo/box-index.ts'
-import { featureText } from '../lib/geo/geojson.ts'
+import { splitBox, type Box } from '../lib/geo/box.ts'
 import type { PlacemarkDetailT, PlacemarkSummaryT, StatsT, TimelineEventT } from '../schemas/placemarks.ts'
 
 type Db = Kysely<Database>
@@ -45,8 +43,11 @@ function toSummary (row: SummaryRow): PlacemarkSummaryT {
   }
 }
 
-// One placemark's summary as JSON text, the form the box answers (from memory or the database) are made of.
-const summaryJson = (row: SummaryRow): string => JSON.stringify(toSummary(row))
+/** The served dataset's version: 0 when nothing was ever imported. */
+export async function datasetVersion (db: Db): Promise<number> {
+  const { rows } = await sql<{ version: number | null }>`SELECT max(version)::int AS version FROM dataset`.execute(db)
+  return rows[0]?.version ?? 0
+}
 
 export async function listPlacemarks (db: Db, q: { limit: number; offset: number; folder?: string }): Promise<PlacemarkSummaryT[]> {
   // Array containment is GIN-indexed; it means "the folder name appears at some level of the path".
@@ -67,120 +68,43 @@ function boxLiteral (b: Box): string {
   return `(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`
 }
 
-// The GiST index finds candidates by bounding box (its comparisons are slightly fuzzy); the exact
-// ST_Intersects-like test then runs on each candidate's geometry. Answers serialized summaries, the
-// form the in-memory box index keeps too, so both give the same bytes.
-export async function placemarksInBox (db: Db, box: Box, limit: number): Promise<SummaryBytes> {
-  const parts = splitBox(box).map(boxLiteral)
-  const overlap = sql.join(parts.map((p) => sql`bbox && ${p}::box`), sql` OR `)
-  const out: string[] = []
-  // Most candidates pass the exact test (points always do), so a page a little over the limit usually suffices.
-  const page = Math.min(limit + 32, 20000)
-  let after = 0
-  for (;;) {
-    // Candidate ids come from an index-only scan of the GiST index (it includes id); only the page's
-    // rows are then read from the table.
-    const { rows } = await sql<SummaryRow>`
-      WITH ids AS MATERIALIZED (
-        SELECT id FROM placemarks WHERE (${overlap}) AND id > ${after} ORDER BY id LIMIT ${page}
-      )
-      SELECT ${SUMMARY}
-      FROM placemarks p JOIN ids ON ids.id = p.id
-      ORDER BY p.id`.execute(db)
-    for (const row of rows) {
-      if (intersectsBox(JSON.parse(row.geometry) as Geometry, box)) {
-        out.push(summaryJson(row))
-        if (out.length >= limit) return joinSummaries(out)
-      }
-    }
-    if (rows.length < page) return joinSummaries(out)
-    after = rows[rows.length - 1].id
-  }
-}
-
-/** The body of a box answer around already serialized summaries (in the BboxResponse schema's key order). */
-export function bboxBody (summaries: SummaryBytes, bbox: { min_lon: number; min_lat: number; max_lon: number; max_lat: number }): Buffer {
-  const head = '{"placemarks":['
-  const { min_lon, min_lat, max_lon, max_lat } = bbox
-  const tail = `],"bbox":${JSON.stringify({ min_lon, min_lat, max_lon, max_lat })},"count":${summaries.count}}`
-  const body = Buffer.allocUnsafe(head.length + summaries.byteLength + tail.length)
-  body.write(head, 0, 'latin1')
-  summaries.copyTo(body, head.length)
-  body.write(tail, head.length + summaries.byteLength, 'latin1')
-  return body
-}
-
-// Markers in serialized summaries (toSummary's key order: `geometry` right before `coordinates_raw`,
-// no nested objects). A quote inside a JSON string is always escaped, so a marker that begins or holds
-// an unescaped quote after another character than a backslash can only be the structure itself.
-const GEOMETRY_KEY = ',"geometry":"'
-const GEOMETRY_END = '","coordinates_raw":'
-const NEXT_SUMMARY = '},{"id":'
-
 /**
- * Serialized summaries (joined by commas) as GeoJSON features (joined by commas), by splicing: each
- * geometry's JSON string is read back into the stored GeoJSON text, the rest of the summary becomes the
- * properties as it is. Cheaper than reading whole summaries back into objects and writing them again,
- * which matters at the box query's 10,000.
+ * One page of the placemarks whose bounding box overlaps the box (the GiST index; its comparisons are
+ * slightly fuzzy, so the caller still tests each geometry), in id order after `after`: candidate ids
+ * from an index-only scan (the index includes id), then only the page's rows from the table.
  */
-export function summariesToFeatures (text: string): string {
-  const out: string[] = []
-  let at = 0
-  while (at < text.length) {
-    const idEnd = text.indexOf(',', at)
-    const key = text.indexOf(GEOMETRY_KEY, idEnd)
-    const end = text.indexOf(GEOMETRY_END, key + GEOMETRY_KEY.length)
-    if (!text.startsWith('{"id":', at) || key === -1 || end === -1) throw new Error('not a serialized placemark summary')
-    const next = text.indexOf(NEXT_SUMMARY, end)
-    const stop = next === -1 ? text.length : next + 1
-    // The JSON string literal read back: the stored GeoJSON text, character for character.
-    const geometry = JSON.parse(text.slice(key + GEOMETRY_KEY.length - 1, end + 1)) as string
-    out.push(`{"type":"Feature","id":${text.slice(at + 6, idEnd)},"geometry":${geometry},"properties":${text.slice(at, key)}${text.slice(end + 1, stop)}}`)
-    at = stop + 1
-  }
-  return out.join(',')
+export async function boxCandidates (db: Db, box: Box, after: number, page: number): Promise<PlacemarkSummaryT[]> {
+  const overlap = sql.join(splitBox(box).map((b) => sql`bbox && ${boxLiteral(b)}::box`), sql` OR `)
+  const { rows } = await sql<SummaryRow>`
+    WITH ids AS MATERIALIZED (
+      SELECT id FROM placemarks WHERE (${overlap}) AND id > ${after} ORDER BY id LIMIT ${page}
+    )
+    SELECT ${SUMMARY}
+    FROM placemarks p JOIN ids ON ids.id = p.id
+    ORDER BY p.id`.execute(db)
+  return rows.map(toSummary)
 }
 
 /**
- * The GeoJSON twin of `bboxBody`: the same summaries as a FeatureCollection, the box echoed as
- * `query_bbox` (GeoJSON reserves `bbox` for an array of the features' extent).
+ * Every placemark's id in spatial order (cells of 0.05°, row by row, each in id order): the order the
+ * in-memory box index keeps its entries in, so that one box query's reads sit together in memory.
  */
-export function bboxGeoJson (summaries: SummaryBytes, bbox: { min_lon: number; min_lat: number; max_lon: number; max_lat: number }): Buffer {
-  const list = Buffer.allocUnsafe(summaries.byteLength)
-  summaries.copyTo(list, 0)
-  const { min_lon, min_lat, max_lon, max_lat } = bbox
-  const tail = `],"query_bbox":${JSON.stringify({ min_lon, min_lat, max_lon, max_lat })},"count":${summaries.count}}`
-  return Buffer.from(`{"type":"FeatureCollection","features":[${summariesToFeatures(list.toString())}${tail}`)
-}
-
-/**
- * Reads every placemark's bounds and serialized summary into a box index, in spatial order (cells of
- * 0.05°, row by row, each in id order), so that the entries one box query reads sit together in memory:
- * the order first (ids only), then the rows in pages of that order. Gives up (null) once the summaries
- * pass `maxBytes`, or when `stop()` says so between pages.
- * Every query is short, so none holds up an import's table swap for long; the caller compares the
- * dataset version before and after, since an import committed in between would mix two datasets.
- */
-export async function loadBoxIndex (db: Db, opts: { maxBytes: number; pageSize?: number; stop?: () => boolean }): Promise<BoxIndex | null> {
-  const { rows: order } = await sql<{ id: number }>`
+export async function placemarkIdsInSpatialOrder (db: Db): Promise<number[]> {
+  const { rows } = await sql<{ id: number }>`
     SELECT id FROM placemarks p
     ORDER BY floor(((p.bbox[0])[1] + (p.bbox[1])[1]) * 10), floor(((p.bbox[0])[0] + (p.bbox[1])[0]) * 10), p.id`.execute(db)
-  const builder = new BoxIndexBuilder()
-  // Small pages keep each synchronous stretch of decoding short for the requests served meanwhile.
-  const pageSize = opts.pageSize ?? 2000
-  for (let start = 0; start < order.length; start += pageSize) {
-    if (opts.stop?.()) return null
-    const ids = order.slice(start, start + pageSize).map((row) => row.id)
-    const { rows } = await sql<SummaryRow & { min_lon: number; min_lat: number; max_lon: number; max_lat: number }>`
-      SELECT ${SUMMARY}, (p.bbox[1])[0] AS min_lon, (p.bbox[1])[1] AS min_lat, (p.bbox[0])[0] AS max_lon, (p.bbox[0])[1] AS max_lat
-      FROM unnest(${ids}::int[]) WITH ORDINALITY AS page(id, n) JOIN placemarks p ON p.id = page.id
-      ORDER BY page.n`.execute(db)
-    for (const row of rows) {
-      builder.add({ id: row.id, minLon: row.min_lon, minLat: row.min_lat, maxLon: row.max_lon, maxLat: row.max_lat, geometry: row.geometry, json: summaryJson(row) })
-    }
-    if (builder.bytes > opts.maxBytes) return null
-  }
-  return builder.finish()
+  return rows.map((r) => r.id)
+}
+
+export interface PlacemarkWithBounds { summary: PlacemarkSummaryT; minLon: number; minLat: number; maxLon: number; maxLat: number }
+
+/** These placemarks' summaries and bounding boxes, in the order of the ids given. */
+export async function placemarksWithBounds (db: Db, ids: number[]): Promise<PlacemarkWithBounds[]> {
+  const { rows } = await sql<SummaryRow & { min_lon: number; min_lat: number; max_lon: number; max_lat: number }>`
+    SELECT ${SUMMARY}, (p.bbox[1])[0] AS min_lon, (p.bbox[1])[1] AS min_lat, (p.bbox[0])[0] AS max_lon, (p.bbox[0])[1] AS max_lat
+    FROM unnest(${ids}::int[]) WITH ORDINALITY AS page(id, n) JOIN placemarks p ON p.id = page.id
+    ORDER BY page.n`.execute(db)
+  return rows.map((r) => ({ summary: toSummary(r), minLon: r.min_lon, minLat: r.min_lat, maxLon: r.max_lon, maxLat: r.max_lat }))
 }
 
 interface TimelineRow {
@@ -222,9 +146,9 @@ export async function timelineEvents (db: Db): Promise<TimelineEventT[]> {
   return (await timelineRows(db, false)).map(toEvent)
 }
 
-/** The timeline events as GeoJSON features: each event's fields as properties, its placemark's geometry. */
-export async function timelineFeatures (db: Db): Promise<string[]> {
-  return (await timelineRows(db, true)).map((r) => featureText(r.id, r.geometry!, toEvent(r)))
+/** The timeline events with their placemarks' geometries (for the GeoJSON answers). */
+export async function timelineEventsWithGeometry (db: Db): Promise<{ event: TimelineEventT; geometry: string }[]> {
+  return (await timelineRows(db, true)).map((r) => ({ event: toEvent(r), geometry: r.geometry! }))
 }
 
 export async function folderNames (db: Db): Promise<string[]> {

@@ -113,6 +113,13 @@ export interface ActivityUserTable {
   message_count: number
 }
 
+export interface ChangeLogTable {
+  id: Generated<string>
+  kind: string
+  key: string
+  at: Generated<Date>
+}
+
 export interface Database {
   users: UserTable
   user_guilds: UserGuildTable
@@ -125,6 +132,7 @@ export interface Database {
   activity_events: ActivityEventTable
   activity_daily: ActivityDailyTable
   activity_users: ActivityUserTable
+  change_log: ChangeLogTable
 }
 
 export type { Generated }

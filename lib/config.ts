@@ -10,6 +10,12 @@ export const ConfigSchema = Type.Object({
   // Unset: readable lines on a terminal outside production, JSON otherwise (lib/logger.ts logFormat).
   LOG_FORMAT: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('pretty')])),
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  // The change bus's listening connection, when DATABASE_URL goes through a transaction-pooling proxy
+  // (PgBouncer) that cannot carry LISTEN: a direct connection string. Unset: DATABASE_URL.
+  DATABASE_LISTEN_URL: Type.Optional(Type.String({ minLength: 1 })),
+  // The change bus's fallback: how often each instance reads the change log (notifications bring
+  // changes at once; this catches what a lost listening connection missed).
+  CHANGE_POLL_MS: Type.Integer({ minimum: 50, default: 1000 }),
   PGLITE_DIR: Type.String({ minLength: 1, default: './data/pglite' }),
   // The embedded database's PostgreSQL shared_buffers, in MB: its main share of the server's memory.
   PGLITE_SHARED_BUFFERS_MB: Type.Integer({ minimum: 1, maximum: 4096, default: 16 }),
@@ -34,7 +40,6 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 600 }),
   RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 minute' }),
   AUTH_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 60 }),
-  CACHE_VERSION_POLL_MS: Type.Integer({ minimum: 50, default: 1000 }),
   BBOX_INDEX_MB: Type.Integer({ minimum: 0, default: 512 }),
   PUBLIC_URL: Type.Optional(Type.String({ minLength: 1 })),
   IDP_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
@@ -59,7 +64,6 @@ export const ConfigSchema = Type.Object({
   SIGNIN_BLOCK_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
   // The longest block: later blocks of one IP double the first up to this.
   SIGNIN_MAX_BLOCK_SECONDS: Type.Integer({ minimum: 1, default: 3600 }),
-  REVOCATION_POLL_MS: Type.Integer({ minimum: 50, default: 1000 }),
   PROFILE_CACHE_SIZE: Type.Integer({ minimum: 0, default: 10_000 }),
   // The map page's base layer: a tile URL template ({z}/{x}/{y}); unset, the page draws on a blank
   // background and needs no internet.

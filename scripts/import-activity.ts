@@ -4,7 +4,7 @@ import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAs
 import { loadConfig } from '../lib/config.ts'
 import type { ActivityEvent } from '../lib/activity/event.ts'
 import { readActivityLines } from '../lib/activity/ndjson.ts'
-import { loadActivity, LoadAborted } from '../lib/activity/load.ts'
+import { loadActivity, LoadAborted } from '../db/activity-load.ts'
 
 export const command = defineCommand({
   usage: 'npm run import:activity -- <file.ndjson> [--skip-invalid]',

@@ -4,7 +4,8 @@ import { ByteProgress } from './progress.ts'
 import { openKmlSource, KmlSourceError } from '../lib/kml/source.ts'
 import { KmlError } from '../lib/kml/reader.ts'
 import { isValidTimeZone } from '../lib/timeline/timezone.ts'
-import { importPlacemarks, type ImportSummary } from '../lib/import/placemarks.ts'
+import { type ImportSummary } from '../lib/import/placemarks.ts'
+import { importPlacemarks } from '../db/placemark-import.ts'
 import type { DatabaseHandle } from '../db/index.ts'
 
 export const command = defineCommand({

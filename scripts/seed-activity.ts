@@ -1,7 +1,7 @@
-import { sql } from 'kysely'
 import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } from './cli.ts'
 import { loadConfig } from '../lib/config.ts'
-import { loadActivity } from '../lib/activity/load.ts'
+import { loadActivity } from '../db/activity-load.ts'
+import { activityEventCount } from '../db/activity.ts'
 import { SYNTHETIC_DAYS, SYNTHETIC_END, syntheticActivity } from '../lib/activity/synthetic.ts'
 
 const usage = 'npm run seed:activity -- [--guilds N] [--users N] [--events N] [--seed S] [--now] [--replace | --append]'
@@ -53,10 +53,9 @@ ${DATABASE_SETTINGS}`
   try {
     // A second run must not quietly double the data.
     if (!values.replace && !values.append) {
-      const { rows } = await sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM activity_events) AS present`.execute(handle.db)
-      if (rows[0].present) {
-        const count = await sql<{ n: string }>`SELECT count(*) AS n FROM activity_events`.execute(handle.db)
-        throw new CliError(`the database already holds ${count.rows[0].n} activity events; nothing was seeded (use --replace to replace them or --append to add to them)`)
+      const count = await activityEventCount(handle.db)
+      if (count > 0) {
+        throw new CliError(`the database already holds ${count} activity events; nothing was seeded (use --replace to replace them or --append to add to them)`)
       }
     }
     io.stderr.write(`seeding ${events} events over ${guilds} guilds and ${users} users, the ${SYNTHETIC_DAYS} days before ${end.toISOString()} (seed ${seed})\n`)

@@ -12,7 +12,7 @@ import app, { serverOptions } from '../app.ts'
 import { loadConfig, type Config } from '../lib/config.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
 import { openKmlSource } from '../lib/kml/source.ts'
-import { importPlacemarks } from '../lib/import/placemarks.ts'
+import { importPlacemarks } from '../db/placemark-import.ts'
 import { seedSample } from '../db/sample/seed.ts'
 import { seedDemoActivityIfEmpty } from '../db/sample/activity.ts'
 

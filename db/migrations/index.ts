@@ -5,6 +5,7 @@ import * as activity from './003_activity.ts'
 import * as activityRank from './004_activity_rank.ts'
 import * as usersUpdated from './005_users_updated.ts'
 import * as authRetention from './006_auth_retention.ts'
+import * as changeBus from './007_change_bus.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -13,5 +14,6 @@ export const migrations: Record<string, Migration> = {
   '003_activity': activity,
   '004_activity_rank': activityRank,
   '005_users_updated': usersUpdated,
-  '006_auth_retention': authRetention
+  '006_auth_retention': authRetention,
+  '007_change_bus': changeBus
 }

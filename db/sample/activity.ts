@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { DatabaseHandle } from '../index.ts'
-import { loadActivity, type LoadSummary } from '../../lib/activity/load.ts'
+import { loadActivity, type LoadSummary } from '../activity-load.ts'
 import { syntheticActivity } from '../../lib/activity/synthetic.ts'
 
 // Small enough to seed the embedded database in a moment; the demo guild is always the first guild.

@@ -2,7 +2,8 @@ import { createReadStream } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
 import type { DatabaseHandle } from '../index.ts'
-import { importPlacemarks, type ImportSummary } from '../../lib/import/placemarks.ts'
+import { type ImportSummary } from '../../lib/import/placemarks.ts'
+import { importPlacemarks } from '../placemark-import.ts'
 
 export const samplePath = fileURLToPath(new URL('./sample.kml', import.meta.url))
 // The sample's names hold Las Vegas local times.

@@ -1,32 +1,21 @@
-import type { Kysely } from 'kysely'
-import type { Redis } from 'ioredis'
-import type { Database } from '../../db/types.ts'
-import { ChangeFeed } from '../change-feed.ts'
 import { LRUCache } from 'lru-cache'
 
-export const PROFILE_CHANNEL = 'user-changed'
-
 export interface ProfileCacheOptions<V> {
-  db: Kysely<Database>
   load: (userId: string) => Promise<V | undefined>
   maxEntries: number
-  // The longest an entry is served: bounds staleness after an edit that bypasses updated_at.
+  // The longest an entry is served: bounds staleness after an edit the change bus does not see (a
+  // guild list changed by hand).
   ttlMs: number
-  pollMs: number
-  redis: Redis | null
-  onError: (err: unknown) => void
 }
 
 /**
  * Users with their guild lists, kept in memory so that `GET /api/auth/me` needs no database round trip.
- * Every write the server and the CLIs make to a user sets `users.updated_at`; an entry is dropped when
- * this instance writes the user, when the poll of `updated_at` sees another instance's (or a CLI's)
- * write, and at once when that write is published on Redis. A load that races an invalidation is
- * served but not kept, so an entry is never older than the last invalidation.
+ * The auth plugin drops an entry when the change bus says the user was written, by any instance or
+ * command. A load that races an invalidation is served but not kept, so an entry is never older than
+ * the last invalidation.
  */
 export class ProfileCache<V extends object> {
   readonly #lru: LRUCache<string, V>
-  readonly #feed: ChangeFeed
 
   constructor (opts: ProfileCacheOptions<V>) {
     this.#lru = new LRUCache<string, V>({
@@ -36,17 +25,6 @@ export class ProfileCache<V extends object> {
       ignoreFetchAbort: true,
       // Concurrent misses for one user share one load.
       fetchMethod: (userId) => opts.load(userId)
-    })
-    this.#feed = new ChangeFeed({
-      db: opts.db,
-      table: 'users',
-      column: 'updated_at',
-      pollMs: opts.pollMs,
-      since: new Date(),
-      redis: opts.redis,
-      channel: PROFILE_CHANNEL,
-      onChange: (id) => this.invalidate(id),
-      onError: opts.onError
     })
   }
 
@@ -63,21 +41,7 @@ export class ProfileCache<V extends object> {
     this.#lru.delete(userId)
   }
 
-  // This instance changed the user: drop it here and tell the other instances.
-  async changed (userId: string): Promise<void> {
-    this.invalidate(userId)
-    await this.#feed.publish(userId)
-  }
-
   get size (): number {
     return this.#lru.size
-  }
-
-  start (): Promise<void> {
-    return this.#feed.start()
-  }
-
-  stop (): Promise<void> {
-    return this.#feed.stop()
   }
 }

@@ -1,39 +1,14 @@
-import type { Kysely } from 'kysely'
-import type { Redis } from 'ioredis'
-import type { Database } from '../../db/types.ts'
-import { ChangeFeed } from '../change-feed.ts'
-
 /**
- * The set of revoked session ids that bearer checks consult with no database round trip.
- * An access token outlives its session's revocation by at most its own lifetime, so entries older
- * than that are dropped. The set is kept current by this instance's own revocations, by a poll of
- * the database (other instances sharing it), and, with Redis, by a pub/sub message at once.
+ * The set of revoked session ids that bearer checks consult with no database round trip. An access
+ * token outlives its session's revocation by at most its own lifetime, so entries older than that are
+ * dropped. The auth plugin fills it from the database at start and from the change bus after.
  */
 export class RevocationList {
   #revoked = new Map<string, number>()
-  readonly #feed: ChangeFeed
-  private readonly accessTtlMs: number
+  readonly #keepMs: number
 
-  constructor (
-    db: Kysely<Database>,
-    accessTtlMs: number,
-    pollMs: number,
-    redis: Redis | null,
-    onError: (err: unknown) => void
-  ) {
-    this.accessTtlMs = accessTtlMs
-    this.#feed = new ChangeFeed({
-      db,
-      table: 'sessions',
-      column: 'revoked_at',
-      pollMs,
-      since: new Date(Date.now() - accessTtlMs),
-      redis,
-      channel: 'session-revoked',
-      onChange: (id, at) => this.add(id, at),
-      onPolled: () => this.#prune(),
-      onError
-    })
+  constructor (accessTtlMs: number) {
+    this.#keepMs = accessTtlMs + 60_000
   }
 
   has (sessionId: string): boolean {
@@ -45,25 +20,12 @@ export class RevocationList {
   }
 
   add (sessionId: string, at = Date.now()): void {
-    this.#revoked.set(sessionId, at)
+    if (!this.#revoked.has(sessionId)) this.#revoked.set(sessionId, at)
   }
 
-  // Marks a session revoked here and tells the other instances.
-  async announce (sessionId: string): Promise<void> {
-    this.add(sessionId)
-    await this.#feed.publish(sessionId)
-  }
-
-  #prune (): void {
-    const horizon = Date.now() - this.accessTtlMs - 60_000
+  /** Drops the entries no access token can outlive any more. */
+  prune (now = Date.now()): void {
+    const horizon = now - this.#keepMs
     for (const [id, at] of this.#revoked) if (at < horizon) this.#revoked.delete(id)
-  }
-
-  async start (): Promise<void> {
-    await this.#feed.start()
-  }
-
-  async stop (): Promise<void> {
-    await this.#feed.stop()
   }
 }

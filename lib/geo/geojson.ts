@@ -1,4 +1,3 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Negotiator } from '@fastify/accept-negotiator'
 import { LRUCache } from 'lru-cache'
 
@@ -13,11 +12,9 @@ export const GEOJSON_TYPE = 'application/geo+json'
 // Accept header (none, */*, application/json, text/html…) keeps the JSON answer.
 const mediaTypes = new Negotiator({ supportedValues: [GEOJSON_TYPE, 'application/json'], cache: new LRUCache<string, string>({ max: 1000 }) })
 
-/** Whether the request asks for GeoJSON: `format=geojson`, or else its Accept header. */
-export function wantsGeoJson (request: FastifyRequest): boolean {
-  const format = (request.query as { format?: string } | undefined)?.format
+/** Whether a request asks for GeoJSON: its `format` parameter (`geojson`), or else its Accept header. */
+export function wantsGeoJson (format: string | undefined, accept: string | undefined): boolean {
   if (format !== undefined) return format === 'geojson'
-  const accept = request.headers.accept
   return accept !== undefined && mediaTypes.negotiate(accept) === GEOJSON_TYPE
 }
 
@@ -37,13 +34,4 @@ export function collectionText (features: string[], members: Record<string, unkn
   let tail = ''
   for (const [key, value] of Object.entries(members)) tail += `,${JSON.stringify(key)}:${JSON.stringify(value)}`
   return `{"type":"FeatureCollection","features":[${features.join(',')}]${tail}}`
-}
-
-/**
- * The GeoJSON answer of a route: the bytes with their content type. Typed as `never` so that it fits
- * every route's declared (JSON) payload; the answer cache keeps bytes as they are.
- */
-export function sendGeoJson (reply: FastifyReply, text: string | Buffer): never {
-  reply.type(GEOJSON_TYPE)
-  return (typeof text === 'string' ? Buffer.from(text) : text) as never
 }

@@ -10,7 +10,7 @@ import { ProfileCache } from '../../lib/auth/profile-cache.ts'
 import { identityProviderSettings, type IdpSettings } from '../../lib/auth/idp-client.ts'
 import type { AuthContext } from '../../lib/auth/types.ts'
 import { LRUCache } from 'lru-cache'
-import { userWithGuilds, type UserRow, type UserWithGuilds } from '../../db/auth.ts'
+import { sessionsRevokedSince, userWithGuilds, type UserRow, type UserWithGuilds } from '../../db/auth.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -57,20 +57,15 @@ export default fp(async function auth (app: FastifyInstance) {
   const memoryGuard = new MemorySigninGuard(guardSettings)
   const signinGuard: SigninGuard = app.redis ? new RedisSigninGuard(app.redis, guardSettings, memoryGuard) : memoryGuard
 
-  const revocations = new RevocationList(app.db, accessMs, config.REVOCATION_POLL_MS, app.redis,
-    (err) => app.log.debug({ err }, 'revocation sync failed'))
-  await revocations.start()
-  const profiles = new ProfileCache<UserWithGuilds>({
-    db: app.db,
-    load: (id) => userWithGuilds(app.db, id),
-    maxEntries: config.PROFILE_CACHE_SIZE,
-    ttlMs: 60_000,
-    pollMs: config.REVOCATION_POLL_MS,
-    redis: app.redis,
-    onError: (err) => app.log.debug({ err }, 'profile change poll failed')
-  })
-  await profiles.start()
-  app.addHook('onClose', async () => { await Promise.all([revocations.stop(), profiles.stop()]) })
+  // Revoked sessions: those of the last access-token lifetime from the database, then every revocation
+  // and deletion the change bus announces (this instance's own included).
+  const revocations = new RevocationList(accessMs)
+  for (const id of await sessionsRevokedSince(app.db, new Date(Date.now() - accessMs - 60_000))) revocations.add(id)
+  app.changes.on('session', (id) => revocations.add(id))
+  const prune = setInterval(() => revocations.prune(), 60_000).unref()
+  const profiles = new ProfileCache<UserWithGuilds>({ load: (id) => userWithGuilds(app.db, id), maxEntries: config.PROFILE_CACHE_SIZE, ttlMs: 60_000 })
+  app.changes.on('user', (id) => profiles.invalidate(id))
+  app.addHook('onClose', async () => { clearInterval(prune) })
 
   const devIdpClientSecret = config.devIdp ? randomSecret() : null
   if (config.devIdp) {
@@ -135,12 +130,9 @@ export default fp(async function auth (app: FastifyInstance) {
   }
   app.decorate('authenticate', bearerCheck(false))
   app.decorate('authenticateAllowRevoked', bearerCheck(true))
-}, { name: 'auth', dependencies: ['config', 'db', 'redis', 'jwt'] })
+}, { name: 'auth', dependencies: ['config', 'db', 'redis', 'jwt', 'changes'] })
 
 // Shared by every request of the token: frozen, so that no handler can change what the next one sees.
 const authContext = (claims: AccessClaims): AuthContext => Object.freeze({ userId: claims.userId, providerId: claims.providerId, username: claims.username, role: claims.role, sessionId: claims.sid })
 
 interface VerifiedAccess { auth: AuthContext; expiresAtMs: number }
-
-export const REFRESH_COOKIE = 'refresh_token'
-export const STATE_COOKIE = 'oauth_state'

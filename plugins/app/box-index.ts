@@ -1,14 +1,18 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import type { Box } from '../../lib/geo/box.ts'
-import type { BoxIndex, SummaryBytes } from '../../lib/geo/box-index.ts'
-import { loadBoxIndex } from '../../db/placemarks.ts'
+import type { Kysely } from 'kysely'
+import { intersectsBox, type Box, type Geometry } from '../../lib/geo/box.ts'
+import { BoxIndexBuilder, joinSummaries, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
+import { boxCandidates, placemarkIdsInSpatialOrder, placemarksWithBounds } from '../../db/placemarks.ts'
+import type { Database } from '../../db/types.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     boxIndex: {
       /** Serialized summaries from memory, or null while no index of the current dataset is loaded. */
       search(box: Box, limit: number): SummaryBytes | null
+      /** The placemarks intersecting the box, from memory when the index is loaded, else from the database: the same bytes either way. */
+      query(box: Box, limit: number): Promise<SummaryBytes>
       /** Resolves when no load is running (tests, benchmarks). */
       idle(): Promise<void>
       /** The loaded index's dataset version and size, if any. */
@@ -92,10 +96,10 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
     })
   }
 
+  const search = (box: Box, limit: number) => current && current.version === app.datasetVersion.current() ? current.index.search(box, limit) : null
   app.decorate('boxIndex', {
-    search (box: Box, limit: number) {
-      return current && current.version === app.datasetVersion.current() ? current.index.search(box, limit) : null
-    },
+    search,
+    query: async (box: Box, limit: number) => search(box, limit) ?? await placemarksInBox(app.db, box, limit),
     idle: async () => {
       // eslint-disable-next-line no-unmodified-loop-condition -- `loading` is replaced by the load it waits for
       while (loading) await loading
@@ -119,3 +123,47 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
     while (loading) await loading
   })
 }, { name: 'box-index', dependencies: ['config', 'db', 'dataset-cache'] })
+
+/**
+ * The box query on the database: candidates by bounding box from the GiST index, in id order, then
+ * the exact ST_Intersects-like test on each geometry; the summaries serialized as the index keeps them.
+ */
+export async function placemarksInBox (db: Kysely<Database>, box: Box, limit: number): Promise<SummaryBytes> {
+  const out: string[] = []
+  // Most candidates pass the exact test (points always do), so a page a little over the limit usually suffices.
+  const page = Math.min(limit + 32, 20000)
+  let after = 0
+  for (;;) {
+    const rows = await boxCandidates(db, box, after, page)
+    for (const row of rows) {
+      if (intersectsBox(JSON.parse(row.geometry) as Geometry, box)) {
+        out.push(JSON.stringify(row))
+        if (out.length >= limit) return joinSummaries(out)
+      }
+    }
+    if (rows.length < page) return joinSummaries(out)
+    after = rows[rows.length - 1]!.id
+  }
+}
+
+/**
+ * Reads every placemark's bounds and serialized summary into a box index, in spatial order: the order
+ * first (ids only), then the rows in pages of that order. Gives up (null) once the summaries pass
+ * `maxBytes`, or when `stop()` says so between pages. Every query is short, so none holds up an
+ * import's table swap for long; the caller compares the dataset version before and after, since an
+ * import committed in between would mix two datasets.
+ */
+export async function loadBoxIndex (db: Kysely<Database>, opts: { maxBytes: number; pageSize?: number; stop?: () => boolean }): Promise<BoxIndex | null> {
+  const order = await placemarkIdsInSpatialOrder(db)
+  const builder = new BoxIndexBuilder()
+  // Small pages keep each synchronous stretch of decoding short for the requests served meanwhile.
+  const pageSize = opts.pageSize ?? 2000
+  for (let start = 0; start < order.length; start += pageSize) {
+    if (opts.stop?.()) return null
+    for (const row of await placemarksWithBounds(db, order.slice(start, start + pageSize))) {
+      builder.add({ id: row.summary.id, minLon: row.minLon, minLat: row.minLat, maxLon: row.maxLon, maxLat: row.maxLat, geometry: row.summary.geometry, json: JSON.stringify(row.summary) })
+    }
+    if (builder.bytes > opts.maxBytes) return null
+  }
+  return builder.finish()
+}

@@ -2,11 +2,9 @@ import fp from 'fastify-plugin'
 import { createHash } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify'
-import { sql } from 'kysely'
 import { LRUCache } from 'lru-cache'
 import { Negotiator } from '@fastify/accept-negotiator'
-import { listenDatasetChanges } from '../../db/dataset-changes.ts'
-import { wantsGeoJson } from '../../lib/geo/geojson.ts'
+import { datasetVersion } from '../../db/placemarks.ts'
 import { addVary } from '../../lib/vary.ts'
 
 /** One kept answer: its bytes as sent, plain and (when worth it) gzipped, with its ETag and content type. */
@@ -49,12 +47,11 @@ const notModified = (request: FastifyRequest, etag: string) => {
 /**
  * Placemark data changes only by import, so each answer of a dataset route is kept serialized per URL,
  * as ready bytes (plain and gzip) with its ETag, and sent through Fastify's reply until the dataset
- * version changes: every hook of every plugin still sees the request and the answer. An import
- * notifies every instance (PostgreSQL NOTIFY), which drops its cache at once; a poll of the version
- * stays as the fallback. Concurrent misses of one URL share one computation (lru-cache's fetch).
+ * version changes: every hook of every plugin still sees the request and the answer. An import's
+ * commit reaches every instance on the change bus, which drops its cache at once. Concurrent misses of
+ * one URL share one computation (lru-cache's fetch).
  */
 export default fp(async function datasetCache (app: FastifyInstance) {
-  const { config } = app
   const cache = new LRUCache<string, CachedAnswer, Computation>({
     max: 10_000,
     maxSize: 128 * 1024 * 1024,
@@ -67,12 +64,8 @@ export default fp(async function datasetCache (app: FastifyInstance) {
 
   let version = -1
   const listeners: ((version: number) => void)[] = []
-  const readVersion = async (): Promise<number> => {
-    const { rows } = await sql<{ version: number | null }>`SELECT max(version)::int AS version FROM dataset`.execute(app.db)
-    return rows[0]?.version ?? 0
-  }
   const refresh = async (): Promise<number> => {
-    const next = await readVersion()
+    const next = await datasetVersion(app.db)
     if (next !== version) {
       cache.clear()
       version = next
@@ -83,13 +76,11 @@ export default fp(async function datasetCache (app: FastifyInstance) {
   await refresh()
   app.decorate('datasetVersion', { current: () => version, refresh, onChange: (listener: (version: number) => void) => { listeners.push(listener) } })
 
-  // While the database is away the cached answers stay valid: they only change by import.
-  const refreshQuietly = () => { refresh().catch((err: unknown) => app.log.debug({ err }, 'dataset version check failed')) }
-  const unlisten = await listenDatasetChanges(app.dbHandle, refreshQuietly, (err) => app.log.debug({ err }, 'dataset change listener failed'))
-  const timer = setInterval(refreshQuietly, config.CACHE_VERSION_POLL_MS).unref()
-  app.addHook('onClose', async () => {
-    clearInterval(timer)
-    await unlisten()
+  // An import's commit announces its version on the change bus (and the bus's fallback read of the
+  // log catches a lost notification). While the database is away the cached answers stay valid: they
+  // only change by import.
+  app.changes.on('dataset', () => {
+    refresh().catch((err: unknown) => app.log.debug({ err }, 'dataset version check failed'))
   })
 
   // The computed payload, serialized by the route's own serializer, as a kept answer; a payload already
@@ -122,7 +113,7 @@ export default fp(async function datasetCache (app: FastifyInstance) {
       // A route that can answer GeoJSON keeps that variant as its own entry (the Accept header chooses it too).
       const variants = route.config?.geojson !== undefined
       route.handler = function cachedHandler (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
-        const key = variants && wantsGeoJson(request) ? `geojson ${request.url}` : request.url
+        const key = variants && request.wantsGeoJson() ? `geojson ${request.url}` : request.url
         const hit = cache.get(key)
         if (hit !== undefined) {
           cacheRequests.inc(HIT)
@@ -137,4 +128,4 @@ export default fp(async function datasetCache (app: FastifyInstance) {
       return cache.size
     }
   })
-}, { name: 'dataset-cache', dependencies: ['config', 'db', 'metrics'] })
+}, { name: 'dataset-cache', dependencies: ['config', 'db', 'metrics', 'changes', 'geojson'] })

@@ -53,6 +53,7 @@ export default fp(async function db (app: FastifyInstance, opts: DbPluginOptions
   const prepare = async (): Promise<DatabaseHandle> => {
     const handle = opts.handle ?? await openDatabase({
       url: config.DATABASE_URL,
+      listenUrl: config.DATABASE_LISTEN_URL,
       pgliteDir: config.PGLITE_DIR,
       poolMax: config.DB_POOL_MAX,
       connectionTimeoutMillis: config.DB_CONNECTION_TIMEOUT_MS,

@@ -3,8 +3,8 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify'
 import type { Config } from '../../lib/config.ts'
 import { errorBody, HttpError, isDatabaseUnavailable, reasonPhrase } from '../../lib/errors.ts'
-import { bearerRefusalMessage } from '../external/jwt.ts'
-import { allowedOrigins, isAllowedOrigin } from '../external/cors.ts'
+import { bearerRefusalMessage } from '../../lib/auth/bearer-messages.ts'
+import { allowedOrigins, isAllowedOrigin } from '../../lib/cors-origins.ts'
 
 // A bearer token refused by @fastify/jwt (its messages are the contract's) or by fast-jwt beneath it.
 const isTokenError = (err: { code?: string }): boolean => typeof err.code === 'string' && /^(FST_JWT_|FAST_JWT_)/.test(err.code)

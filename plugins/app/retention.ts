@@ -1,20 +1,24 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { pruneAuthRecords } from '../../db/auth.ts'
+import { pruneChanges } from '../../db/changes.ts'
 
 const EVERY_MS = 3_600_000
+// The change log is the bus's fallback for a listener that was away; an hour covers any outage it rides out.
+const CHANGE_LOG_MS = 3_600_000
 
 /**
  * The retention rule of the auth tables, run by every instance at start and then hourly (the deletes
  * are idempotent, so instances running it at once do no harm): sessions that ended more than
  * SESSION_RETENTION ago go, with their refresh-token records, and so do refresh-token records expired
- * that long.
+ * that long; the change bus's log keeps an hour.
  */
 export default fp(async function retention (app: FastifyInstance) {
   const run = async () => {
     try {
       const deleted = await pruneAuthRecords(app.db, app.sessionPolicy.retentionMs)
       if (deleted.sessions || deleted.refreshTokens) app.log.info(deleted, 'retention: ended sessions and expired refresh tokens deleted')
+      await pruneChanges(app.db, CHANGE_LOG_MS)
     } catch (err) {
       app.log.warn({ err }, 'retention run failed; retried within the hour')
     }

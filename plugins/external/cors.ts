@@ -1,19 +1,7 @@
 import fp from 'fastify-plugin'
 import cors from '@fastify/cors'
 import type { FastifyInstance } from 'fastify'
-
-const localOrigin = /^http:\/\/(localhost|127\.0\.0\.1)(:\d+)?$/
-
-/** CORS_ORIGINS (comma-separated) replaces the default: any port of http://localhost and http://127.0.0.1. */
-export function allowedOrigins (setting: string | undefined): (string | RegExp)[] {
-  if (!setting || !setting.trim()) return [localOrigin]
-  return setting.split(',').map((o) => o.trim()).filter(Boolean)
-}
-
-/** The same test @fastify/cors applies to an Origin header: an exact string or a pattern. */
-export function isAllowedOrigin (origin: string, origins: (string | RegExp)[]): boolean {
-  return origins.some((o) => (typeof o === 'string' ? o === origin : o.test(origin)))
-}
+import { allowedOrigins } from '../../lib/cors-origins.ts'
 
 /**
  * Browsers on the allowed origins may call the API with credentials (the refresh cookie) and read the

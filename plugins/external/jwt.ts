@@ -3,6 +3,7 @@ import jwt, { type FastifyJWTOptions } from '@fastify/jwt'
 import type { FastifyInstance } from 'fastify'
 import { randomSecret } from '../../lib/auth/tokens.ts'
 import { requiredDurationMs } from '../../lib/duration.ts'
+import { EXPIRED, INVALID, MISSING } from '../../lib/auth/bearer-messages.ts'
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
@@ -17,10 +18,6 @@ declare module 'fastify' {
   }
 }
 
-const MISSING = 'Missing authorization header'
-const EXPIRED = 'Token expired'
-const INVALID = 'Invalid token'
-
 // The three 401 messages of the contract; whatever else fails verification is an invalid token.
 const messages = {
   noAuthorizationInHeaderMessage: MISSING,
@@ -29,16 +26,6 @@ const messages = {
   authorizationTokenInvalid: INVALID,
   authorizationTokenUntrusted: INVALID,
   authorizationTokenUnsigned: INVALID
-}
-
-/**
- * The 401 message of a refused bearer token, by the error's code (@fastify/jwt's, or fast-jwt's from
- * app.jwt.access.verify): @fastify/jwt appends fast-jwt's own
- * reason to some messages ("Invalid token The token is malformed."), so the code decides, not the text.
- */
-export function bearerRefusalMessage (code: string): string {
-  if (code === 'FST_JWT_NO_AUTHORIZATION_IN_HEADER') return MISSING
-  return code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED' || code === 'FAST_JWT_EXPIRED' ? EXPIRED : INVALID
 }
 
 /**

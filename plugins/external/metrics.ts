@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import promClient, { Counter, Gauge, Registry } from 'prom-client'
 import type { Metric } from 'prom-client'
 import { RequestDurations, type DurationSeries } from '../../lib/metrics/request-durations.ts'
-import requestId, { genReqId } from '../app/request-id.ts'
+import { genReqId, REQUEST_ID_HEADER } from '../../lib/request-id.ts'
 
 /** The app's own metrics; the counters are moved by the code they describe, the gauges read at scrape time. */
 export interface AppMetrics {
@@ -160,7 +160,10 @@ export default fp(async function metricsPlugin (app: FastifyInstance) {
 
   if (ownPort) {
     const server = Fastify({ logger: false, genReqId, requestIdHeader: false })
-    await server.register(requestId)
+    server.addHook('onRequest', (request, reply, done) => {
+      reply.header(REQUEST_ID_HEADER, request.id)
+      done()
+    })
     server.get(METRICS_PATH, scrape)
     app.addHook('onReady', async () => {
       await server.listen({ port: config.METRICS_PORT, host: config.HOST })

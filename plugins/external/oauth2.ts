@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import { randomUUID } from 'node:crypto'
 import oauth2, { type OAuth2Namespace } from '@fastify/oauth2'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { STATE_COOKIE } from '../app/auth.ts'
+import { STATE_COOKIE } from '../../lib/auth/cookies.ts'
 import { errors } from '../../schemas/common.ts'
 
 // Registered by the sign-in routes' scope (routes/api/auth), where its start route gets the /api/auth prefix.

@@ -21,7 +21,7 @@ export default fp(async function redis (app: FastifyInstance) {
   const unwatch = watchRedis(client, 1000, Math.min(app.config.REDIS_COMMAND_TIMEOUT_MS, 500))
   let healthy = true
   client.on('error', (err: Error) => {
-    if (healthy) app.log.warn({ err: err.message }, 'redis unavailable: shared limits and revocation fan-out fall back to this instance until it returns')
+    if (healthy) app.log.warn({ err: err.message }, 'redis unavailable: rate limits and sign-in blocks fall back to this instance until it returns')
     healthy = false
   })
   client.on('ready', () => {

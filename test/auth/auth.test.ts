@@ -12,7 +12,7 @@ async function setup (t: Test, kind: 'postgres' | 'pglite', overrides = {}) {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
   const handle = await openTestDatabase(t, kind)
-  const app = await buildTestApp(t, handle, { REVOCATION_POLL_MS: 100000, ...overrides }, idp.env())
+  const app = await buildTestApp(t, handle, { CHANGE_POLL_MS: 100000, ...overrides }, idp.env())
   return { idp, app, handle }
 }
 

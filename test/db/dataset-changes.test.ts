@@ -7,8 +7,8 @@ import net from 'node:net'
 import { sql } from 'kysely'
 import { adminUrl, createPostgresDatabase, dbKinds, openTestDatabase, projectRoot, type DbKind } from '../helper.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../db/index.ts'
-import { DATASET_CHANNEL, listenDatasetChanges } from '../../db/dataset-changes.ts'
-import { importPlacemarks } from '../../lib/import/placemarks.ts'
+import { CHANGES_CHANNEL, parseChange } from '../../db/changes.ts'
+import { importPlacemarks } from '../../db/placemark-import.ts'
 
 const sample = join(projectRoot, 'db/sample/sample.kml')
 const small = join(projectRoot, 'test/fixtures/small.kml')
@@ -37,9 +37,15 @@ const sharedDatabase = (kind: DbKind) => {
   return shared.get(kind) as Promise<DatabaseHandle>
 }
 
-// A listener that the test stops when it ends, so that the next test on the shared database starts with none.
-async function subscribe (t: Test, handle: DatabaseHandle, onNotify: (payload: string) => void, onError?: (err: unknown) => void) {
-  const stop = await handle.listen(DATASET_CHANNEL, onNotify, onError)
+// A listener of the dataset's changes on the bus, which the test stops when it ends, so that the next
+// test on the shared database starts with none; it is given each new version, as text ('' when the
+// listening connection was re-established and notifications may have been lost).
+async function subscribe (t: Test, handle: DatabaseHandle, onVersion: (version: string) => void, onError?: (err: unknown) => void) {
+  const stop = await handle.listen(CHANGES_CHANNEL, (payload) => {
+    if (payload === '') return onVersion('')
+    const change = parseChange(payload)
+    if (change?.kind === 'dataset') onVersion(change.key)
+  }, onError)
   t.teardown(stop)
   return stop
 }
@@ -50,7 +56,7 @@ const listeningBackends = async (handle: DatabaseHandle) =>
     WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'LISTEN%'`)).rows.map((r) => r.pid)
 
 for (const kind of dbKinds) {
-  t.test(`${kind}: an import announces its version once it has committed`, async (t) => {
+  t.test(`${kind}: an import announces its version on the change bus once it has committed`, async (t) => {
     const handle = await sharedDatabase(kind)
     const base = await readVersion(handle)
     const payloads: string[] = []
@@ -60,8 +66,8 @@ for (const kind of dbKinds) {
       payloads.push(payload)
       readVersion(handle).then((v) => seen.push(v), t.error)
     })
-    const versions: (number | null)[] = []
-    t.teardown(await listenDatasetChanges(handle, (version) => versions.push(version)))
+    const versions: number[] = []
+    await subscribe(t, handle, (version) => versions.push(Number(version)))
 
     const first = await importFile(handle, sample)
     t.equal(first.version, base + 1)
@@ -73,7 +79,7 @@ for (const kind of dbKinds) {
     await waitFor(() => seen.length === 2 && versions.length === 2, 'the second notification, on both listeners')
     t.same(payloads, [String(base + 1), String(base + 2)])
     t.same(seen, [base + 1, base + 2])
-    t.same(versions, [base + 1, base + 2], 'listenDatasetChanges gives the versions as numbers')
+    t.same(versions, [base + 1, base + 2], 'a second listener has them too')
   })
 
   t.test(`${kind}: a failed import, a rolled-back notify and a dry run announce nothing`, async (t) => {
@@ -88,7 +94,7 @@ for (const kind of dbKinds) {
     const client = await handle.pool.connect()
     try {
       await client.query('BEGIN')
-      await client.query('SELECT pg_notify($1, $2)', [DATASET_CHANNEL, 'rolled back'])
+      await client.query('SELECT emit_change($1, $2)', ['dataset', 'rolled back'])
       await client.query('ROLLBACK')
     } finally {
       client.release()
@@ -156,7 +162,7 @@ t.test('postgres: a listener that cannot connect keeps retrying without failing,
   const handle = await openDatabase({ url: 'postgres://postgres@127.0.0.1:1/none', connectionTimeoutMillis: 500 })
   const errors: unknown[] = []
   const payloads: string[] = []
-  const stop = await handle.listen(DATASET_CHANNEL, (payload) => payloads.push(payload), (err) => errors.push(err))
+  const stop = await handle.listen(CHANGES_CHANNEL, (payload) => payloads.push(payload), (err) => errors.push(err))
   t.equal(errors.length, 1, 'the first attempt failed and was reported')
   await waitFor(() => errors.length >= 3, 'two retries (after 250 and 500 ms)')
   await stop()
@@ -186,7 +192,7 @@ t.test('postgres: stopping while a reconnection is still connecting ends it at o
   const { port } = server.address() as net.AddressInfo
   const handle = await openDatabase({ url: `postgres://postgres@127.0.0.1:${port}/none`, connectionTimeoutMillis: 20_000 })
   t.teardown(() => handle.close())
-  const stop = await handle.listen(DATASET_CHANNEL, () => {}, () => {})
+  const stop = await handle.listen(CHANGES_CHANNEL, () => {}, () => {})
   await waitFor(() => sockets.length === 2, 'the reconnection to reach the host')
   const started = Date.now()
   await stop()
@@ -199,7 +205,7 @@ t.test('postgres: closing the handle ends its listening connections', async (t) 
   const url = await createPostgresDatabase(t)
   const handle = await openDatabase({ url })
   await migrateToLatest(handle.db)
-  await handle.listen(DATASET_CHANNEL, () => {})
+  await handle.listen(CHANGES_CHANNEL, () => {})
   await handle.listen('another_channel', () => {})
   const name = new URL(url).pathname.slice(1)
   const admin = new pg.Client({ connectionString: adminUrl })
@@ -212,13 +218,13 @@ t.test('postgres: closing the handle ends its listening connections', async (t) 
   await waitFor(async () => (await listening()) === 0, 'the listening connections to end')
   await sleep(400)
   t.equal(await listening(), 0, 'and none comes back')
-  await t.rejects(handle.listen(DATASET_CHANNEL, () => {}), /closed/, 'a closed handle listens no more')
+  await t.rejects(handle.listen(CHANGES_CHANNEL, () => {}), /closed/, 'a closed handle listens no more')
 })
 
 // Last in the file: it closes the shared PGlite database (the file's teardown closes it again, harmlessly).
 t.test('pglite: closing the handle with a listener open', async (t) => {
   const handle = await sharedDatabase('pglite')
-  const stop = await handle.listen(DATASET_CHANNEL, () => {})
+  const stop = await handle.listen(CHANGES_CHANNEL, () => {})
   await handle.close()
   await stop()
   await handle.close()

@@ -5,7 +5,7 @@ import pg from 'pg'
 import { createPostgresDatabase, openTestDatabase, projectRoot } from '../helper.ts'
 import { runScript } from '../support/run.ts'
 import { openDatabase, migrateToLatest, type DatabaseHandle } from '../../db/index.ts'
-import { importPlacemarks, IMPORT_LOCK_KEY, SWAP_LOCK, type ImportOptions } from '../../lib/import/placemarks.ts'
+import { importPlacemarks, IMPORT_LOCK_KEY, SWAP_LOCK } from '../../db/placemark-import.ts'
 
 const small = readFileSync(join(projectRoot, 'test/fixtures/small.kml'), 'utf8')
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -14,7 +14,7 @@ async function * once (text: string): AsyncGenerator<string> {
   yield text
 }
 
-const run = (handle: DatabaseHandle, options: Partial<ImportOptions> = {}, text = small) =>
+const run = (handle: DatabaseHandle, options: Partial<Parameters<typeof importPlacemarks>[2]> = {}, text = small) =>
   importPlacemarks(handle, once(text), { timeZone: 'UTC', source: 'small.kml', ...options })
 
 /** A source that stops after its first part until released: an import held half way. */

@@ -6,7 +6,7 @@ import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
 import { buildTestApp, createPostgresDatabase, projectRoot } from '../helper.ts'
 import { migrateToLatest, openDatabase, type DatabaseOptions } from '../../db/index.ts'
-import { importPlacemarks } from '../../lib/import/placemarks.ts'
+import { importPlacemarks } from '../../db/placemark-import.ts'
 import { TcpProxy } from '../support/tcp-proxy.ts'
 
 // A database with the small fixture, reached through a proxy the test can cut; the app on a handle to it.

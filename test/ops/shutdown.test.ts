@@ -6,7 +6,7 @@ import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
 import { createPostgresDatabase, projectRoot } from '../helper.ts'
 import { migrateToLatest, openDatabase } from '../../db/index.ts'
-import { importPlacemarks } from '../../lib/import/placemarks.ts'
+import { importPlacemarks } from '../../db/placemark-import.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 

@@ -2,8 +2,8 @@ import t, { type Test } from 'tap'
 import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
 import { buildTestApp, importVegas, openTestDatabase, projectRoot, vegasAbsent } from '../helper.ts'
-import { importPlacemarks } from '../../lib/import/placemarks.ts'
-import { loadBoxIndex } from '../../db/placemarks.ts'
+import { importPlacemarks } from '../../db/placemark-import.ts'
+import { loadBoxIndex } from '../../plugins/app/box-index.ts'
 import { mulberry32 } from '../../lib/random.ts'
 import { until } from '../support/shared-state.ts'
 import type { FastifyInstance } from 'fastify'
@@ -50,7 +50,7 @@ for (const kind of ['postgres'] as const) {
   t.test(`box queries from memory equal the database's on ${kind}`, async (t) => {
     const handle = await openTestDatabase(t, kind)
     await importPlacemarks(handle, createReadStream(small), { timeZone: 'UTC', source: 'small.kml' })
-    const memory = await buildTestApp(t, handle, { CACHE_VERSION_POLL_MS: 100 })
+    const memory = await buildTestApp(t, handle, { CHANGE_POLL_MS: 100 })
     const database = await buildTestApp(t, handle, { BBOX_INDEX_MB: 0 })
     await memory.boxIndex.idle()
     t.match(memory.boxIndex.loaded(), { version: 1, placemarks: 7 })

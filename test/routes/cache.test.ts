@@ -2,7 +2,7 @@ import t from 'tap'
 import { createReadStream } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
 import { buildApp, buildTestApp, openTestDatabase, projectRoot, testConfig } from '../helper.ts'
-import { importPlacemarks } from '../../lib/import/placemarks.ts'
+import { importPlacemarks } from '../../db/placemark-import.ts'
 import { join } from 'node:path'
 import { HttpError } from '../../lib/errors.ts'
 
@@ -11,7 +11,7 @@ t.test('dataset responses are cached per URL and invalidated by an import', asyn
   const sample = join(projectRoot, 'db/sample/sample.kml')
   const small = join(projectRoot, 'test/fixtures/small.kml')
   await importPlacemarks(handle, createReadStream(sample), { timeZone: 'America/Los_Angeles', source: 'sample.kml' })
-  const app = await buildTestApp(t, handle, { CACHE_VERSION_POLL_MS: 50 })
+  const app = await buildTestApp(t, handle, { CHANGE_POLL_MS: 50 })
 
   const first = await app.inject('/api/v1/stats')
   t.equal(first.statusCode, 200)
@@ -118,7 +118,7 @@ for (const kind of ['postgres'] as const) {
     const small = join(projectRoot, 'test/fixtures/small.kml')
     await importPlacemarks(handle, createReadStream(sample), { timeZone: 'UTC', source: 'sample.kml' })
     // A poll far away: only the import's notification can tell this instance.
-    const app = await buildTestApp(t, handle, { CACHE_VERSION_POLL_MS: 3_600_000 })
+    const app = await buildTestApp(t, handle, { CHANGE_POLL_MS: 3_600_000 })
     const before = await app.inject('/api/v1/stats')
     const head = await app.inject({ method: 'HEAD', url: '/api/v1/stats' })
     t.equal(head.statusCode, 200)

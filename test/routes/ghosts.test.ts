@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 import { StandInIdp, type StandInGuild } from '../support/idp-server.ts'
 import type { ActivityEvent } from '../../lib/activity/event.ts'
-import { loadActivity } from '../../lib/activity/load.ts'
+import { loadActivity } from '../../db/activity-load.ts'
 import { setRole } from '../../db/auth.ts'
 
 const G = '900000000000000001'

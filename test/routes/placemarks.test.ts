@@ -2,7 +2,7 @@ import t from 'tap'
 import { createReadStream } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
-import { importPlacemarks } from '../../lib/import/placemarks.ts'
+import { importPlacemarks } from '../../db/placemark-import.ts'
 
 const fixture = fileURLToPath(new URL('../fixtures/small.kml', import.meta.url))
 

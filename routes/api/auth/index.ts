@@ -8,7 +8,7 @@ import { hashTokenId } from '../../../lib/auth/tokens.ts'
 import { createSession, isUuid, liveSessions, revokeSession, rotateRefreshToken, saveSignIn, sessionOwner, type UserRow, type UserWithGuilds } from '../../../db/auth.ts'
 import cookiePlugin from '../../../plugins/external/cookie.ts'
 import oauth2Plugin from '../../../plugins/external/oauth2.ts'
-import { REFRESH_COOKIE } from '../../../plugins/app/auth.ts'
+import { REFRESH_COOKIE } from '../../../lib/auth/cookies.ts'
 
 const bearer = [{ bearerAuth: [] }]
 
@@ -107,7 +107,7 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const providerToken = await exchangeCode(request, reply)
         const identity = await fetchIdentity(app.identityProvider, providerToken)
         user = await saveSignIn(app.db, identity.user, identity.guilds)
-        await app.profiles.changed(user.id)
+        app.profiles.invalidate(user.id)
         refresh = tokens.refresh(user.id)
         sid = await createSession(app.db, {
           userId: user.id,
@@ -156,7 +156,7 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const result = await rotateRefreshToken(app.db, hashTokenId(claims.tokenId), { tokenHash: next.tokenHash, expiresAt: next.expiresAt }, app.sessionPolicy.maxAgeMs)
       if (result.kind === 'reused') {
         await revokeSession(app.db, result.sessionId, 'refresh token reuse')
-        await revocations.announce(result.sessionId)
+        revocations.add(result.sessionId)
         request.log.warn({ sessionId: result.sessionId }, 'refresh token reused: session revoked')
         reply.clearCookie(REFRESH_COOKIE, cookieBase)
         throw invalid
@@ -184,7 +184,7 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
     }, async (request, reply) => {
       const { sessionId, userId } = request.auth!
-      if (await revokeSession(app.db, sessionId, 'logout', userId)) await revocations.announce(sessionId)
+      if (await revokeSession(app.db, sessionId, 'logout', userId)) revocations.add(sessionId)
       reply.clearCookie(REFRESH_COOKIE, cookieBase)
       return reply.code(204).send(null)
     })
@@ -269,7 +269,7 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { id } = request.params
     const owner = isUuid(id) ? await sessionOwner(app.db, id) : undefined
     if (!owner || owner.user_id !== request.auth!.userId) throw new HttpError(404, 'Session not found')
-    if (await revokeSession(app.db, id, 'revoked by user', request.auth!.userId)) await revocations.announce(id)
+    if (await revokeSession(app.db, id, 'revoked by user', request.auth!.userId)) revocations.add(id)
     return reply.code(204).send(null)
   })
 }

@@ -3,7 +3,7 @@ import { IdParams, ListQuery, PlacemarkDetail, PlacemarkList } from '../../../..
 import { answer, errors, fail, ref } from '../../../../schemas/common.ts'
 import { getPlacemark, listPlacemarks } from '../../../../db/placemarks.ts'
 import { HttpError } from '../../../../lib/errors.ts'
-import { collectionText, placemarkFeature, sendGeoJson, wantsGeoJson } from '../../../../lib/geo/geojson.ts'
+import { collectionText, placemarkFeature } from '../../../../lib/geo/geojson.ts'
 import { PlacemarkDetailFeature, PlacemarkListCollection } from '../../../../schemas/geojson.ts'
 
 const placemarks: FastifyPluginAsyncTypebox = async (app) => {
@@ -25,7 +25,7 @@ const placemarks: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const { limit, offset, folder } = request.query
     const placemarks = await listPlacemarks(app.db, { limit, offset, folder })
-    if (wantsGeoJson(request)) return sendGeoJson(reply, collectionText(placemarks.map(placemarkFeature), { limit, offset }))
+    if (request.wantsGeoJson()) return reply.geojson(collectionText(placemarks.map(placemarkFeature), { limit, offset }))
     return { placemarks, limit, offset }
   })
 
@@ -48,7 +48,7 @@ const placemarks: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const placemark = await getPlacemark(app.db, request.params.id)
     if (!placemark) throw new HttpError(404, `Placemark ${request.params.id} not found`)
-    if (wantsGeoJson(request)) return sendGeoJson(reply, placemarkFeature(placemark))
+    if (request.wantsGeoJson()) return reply.geojson(placemarkFeature(placemark))
     return placemark
   })
 }

@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { BboxQuery, BboxResponse } from '../../../../schemas/placemarks.ts'
 import { answer, errors, fail } from '../../../../schemas/common.ts'
-import { bboxBody, bboxGeoJson, placemarksInBox } from '../../../../db/placemarks.ts'
-import { sendGeoJson, wantsGeoJson } from '../../../../lib/geo/geojson.ts'
+import { bboxBody, bboxGeoJson } from '../../../../lib/placemarks/box-answer.ts'
 import { BboxCollection } from '../../../../schemas/geojson.ts'
 import { HttpError } from '../../../../lib/errors.ts'
 
@@ -30,8 +29,8 @@ const spatial: FastifyPluginAsyncTypebox = async (app) => {
     const { min_lon, min_lat, max_lon, max_lat, limit } = request.query
     if (min_lat > max_lat) throw new HttpError(400, 'querystring/min_lat must be <= max_lat')
     const box = { minLon: min_lon, minLat: min_lat, maxLon: max_lon, maxLat: max_lat }
-    const summaries = app.boxIndex.search(box, limit) ?? await placemarksInBox(app.db, box, limit)
-    if (wantsGeoJson(request)) return reply.send(sendGeoJson(reply, bboxGeoJson(summaries, { min_lon, min_lat, max_lon, max_lat })))
+    const summaries = await app.boxIndex.query(box, limit)
+    if (request.wantsGeoJson()) return reply.send(reply.geojson(bboxGeoJson(summaries, { min_lon, min_lat, max_lon, max_lat })))
     // Bytes serialized by one function on both paths (the schema documents them; the typed send needs the cast).
     return reply.type('application/json; charset=utf-8').send(bboxBody(summaries, { min_lon, min_lat, max_lon, max_lat }) as never)
   })

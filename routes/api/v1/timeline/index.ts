@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { TimelineEvents, TimelineResponse } from '../../../../schemas/placemarks.ts'
 import { answer, errors } from '../../../../schemas/common.ts'
-import { timelineEvents, timelineFeatures } from '../../../../db/placemarks.ts'
-import { collectionText, sendGeoJson, wantsGeoJson } from '../../../../lib/geo/geojson.ts'
+import { timelineEvents, timelineEventsWithGeometry } from '../../../../db/placemarks.ts'
+import { collectionText, featureText } from '../../../../lib/geo/geojson.ts'
 import { TimelineCollection, TimelineEventsCollection } from '../../../../schemas/geojson.ts'
 
 const description = 'A placemark is an event when its name starts with a date (`M/D/YYYY` or ISO `YYYY-MM-DD`), optionally followed by a time. ' +
@@ -10,6 +10,9 @@ const description = 'A placemark is an event when its name starts with a date (`
   'or null when the name has a date but no valid time. Sorted by instant (a date-only event counts as the start of its local day), then id.'
 
 const timeline: FastifyPluginAsyncTypebox = async (app) => {
+  // Each event's fields as the properties, its placemark's geometry.
+  const timelineFeatures = async () => (await timelineEventsWithGeometry(app.db)).map(({ event, geometry }) => featureText(event.placemark_id, geometry, event))
+
   app.get('/events', {
     config: { geojson: TimelineEventsCollection },
     schema: {
@@ -20,7 +23,7 @@ const timeline: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: answer(TimelineEvents, 'Every timeline event, as an array'), ...errors(429, 503) }
     }
   }, async (request, reply) => {
-    if (wantsGeoJson(request)) return sendGeoJson(reply, collectionText(await timelineFeatures(app.db)))
+    if (request.wantsGeoJson()) return reply.geojson(collectionText(await timelineFeatures()))
     return timelineEvents(app.db)
   })
 
@@ -34,9 +37,9 @@ const timeline: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: answer(TimelineResponse, 'Every timeline event, with their count'), ...errors(429, 503) }
     }
   }, async (request, reply) => {
-    if (wantsGeoJson(request)) {
-      const features = await timelineFeatures(app.db)
-      return sendGeoJson(reply, collectionText(features, { count: features.length }))
+    if (request.wantsGeoJson()) {
+      const features = await timelineFeatures()
+      return reply.geojson(collectionText(features, { count: features.length }))
     }
     const events = await timelineEvents(app.db)
     return { events, count: events.length }

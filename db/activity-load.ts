@@ -1,8 +1,8 @@
 import type pg from 'pg'
-import { copyText, copyWriter } from '../db/copy-writer.ts'
-import type { DatabaseHandle } from '../../db/index.ts'
-import type { ActivityEvent } from './event.ts'
-import { parseInstant } from './instant.ts'
+import type { DatabaseHandle } from './handle.ts'
+import { bulkWriter, type BulkWriter } from './bulk.ts'
+import type { ActivityEvent } from '../lib/activity/event.ts'
+import { canonicalInstant, Rollup } from '../lib/activity/rollup.ts'
 
 export interface LoadOptions {
   // Empties the activity tables first, in the same transaction.
@@ -36,148 +36,10 @@ const LOAD_LOCK = 0x61637476
 
 type Value = string | number
 
-interface RowSink {
-  // The row is read before add returns, so callers may reuse the array.
-  add(row: Value[]): Promise<void> | undefined
-  close(): Promise<void>
-  abort(): void
-}
-
-interface Columns {
-  names: string[]
-  // PostgreSQL types, for the unnest() arrays of batched INSERTs.
-  types: string[]
-  // Values that may hold COPY's special characters; the others are numbers, enums or canonical instants.
-  escape: boolean[]
-}
-
-const EVENT_COLUMNS: Columns = {
-  names: ['guild_id', 'channel_id', 'user_id', 'username', 'type', 'created_at'],
-  types: ['text', 'text', 'text', 'text', 'text', 'timestamptz'],
-  escape: [true, true, true, true, false, false]
-}
-const DAILY_COLUMNS: Columns = {
-  names: ['guild_id', 'day', 'user_id', 't', 'm'],
-  types: ['text', 'date', 'text', 'int4', 'int4'],
-  escape: [true, false, true, false, false]
-}
-const MEMBER_COLUMNS: Columns = {
-  names: ['guild_id', 'user_id', 'username', 'last_at', 't', 'm'],
-  types: ['text', 'text', 'text', 'timestamptz', 'int8', 'int8'],
-  escape: [true, true, true, false, false, false]
-}
-
-// PostgreSQL: one COPY ... FROM STDIN.
-function copySink (client: pg.PoolClient, table: string, columns: Columns): RowSink {
-  const writer = copyWriter(client, `COPY ${table} (${columns.names.join(', ')}) FROM STDIN`, 512 * 1024)
-  const { escape } = columns
-  return {
-    add (row) {
-      let line = ''
-      for (let i = 0; i < row.length; i++) {
-        const v = row[i]
-        const text = typeof v === 'number' ? String(v) : escape[i] ? copyText(v) : v
-        line += i === 0 ? text : '\t' + text
-      }
-      return writer.write(line + '\n')
-    },
-    close: () => writer.end(),
-    abort: () => writer.destroy()
-  }
-}
-
-// Elsewhere: batched INSERT ... SELECT FROM unnest(...), one array parameter per column.
-function insertSink (client: pg.PoolClient, table: string, columns: Columns, batchSize: number): RowSink {
-  const text = `INSERT INTO ${table} (${columns.names.join(', ')}) SELECT * FROM unnest(${columns.types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`
-  let arrays: Value[][] = columns.names.map(() => [])
-  const flush = async () => {
-    if (!arrays[0].length) return
-    const values = arrays
-    arrays = columns.names.map(() => [])
-    await client.query(text, values)
-  }
-  return {
-    add (row) {
-      for (let i = 0; i < row.length; i++) arrays[i].push(row[i])
-      if (arrays[0].length >= batchSize) return flush()
-      return undefined
-    },
-    close: flush,
-    abort () { arrays = columns.names.map(() => []) }
-  }
-}
-
-interface DayCell { guildId: string; userId: string; day: string; t: number; m: number }
-interface Member { guildId: string; userId: string; username: string; lastAt: string; t: number; m: number }
-
-// Per-load aggregation in memory; consecutive events of one member (a session) skip the map lookups.
-class Rollup {
-  cells = new Map<string, DayCell>()
-  members = new Map<string, Member>()
-  readonly guilds = new Set<string>()
-  readonly users = new Set<string>()
-  readonly days = new Set<string>()
-  private lastCell: DayCell | null = null
-  private lastMember: Member | null = null
-
-  add (e: ActivityEvent, at: string): void {
-    let cell = this.lastCell
-    if (cell === null || cell.userId !== e.userId || cell.guildId !== e.guildId || !at.startsWith(cell.day)) {
-      const day = at.slice(0, 10)
-      const key = `${e.guildId}\u0000${e.userId}\u0000${day}`
-      cell = this.cells.get(key) ?? null
-      if (cell === null) {
-        cell = { guildId: e.guildId, userId: e.userId, day, t: 0, m: 0 }
-        this.cells.set(key, cell)
-        this.guilds.add(e.guildId)
-        this.users.add(e.userId)
-        this.days.add(day)
-      }
-      this.lastCell = cell
-    }
-    let member = this.lastMember
-    if (member === null || member.userId !== e.userId || member.guildId !== e.guildId) {
-      const key = `${e.guildId}\u0000${e.userId}`
-      member = this.members.get(key) ?? null
-      if (member === null) {
-        member = { guildId: e.guildId, userId: e.userId, username: e.username, lastAt: at, t: 0, m: 0 }
-        this.members.set(key, member)
-      }
-      this.lastMember = member
-    }
-    if (e.type === 'typing') {
-      cell.t++
-      member.t++
-    } else {
-      cell.m++
-      member.m++
-    }
-    // Canonical ISO strings compare like the instants; on a tie the later event wins.
-    if (at >= member.lastAt) {
-      member.lastAt = at
-      member.username = e.username
-    }
-  }
-
-  clear (): void {
-    this.cells = new Map()
-    this.members = new Map()
-    this.lastCell = null
-    this.lastMember = null
-  }
-}
-
-// toISOString()'s shape (YYYY-MM-DDTHH:MM:SS.sssZ), checked by its separators; PostgreSQL checks the digits.
-const isCanonical = (s: string) => s.length === 24 && s.charCodeAt(23) === 90 && s.charCodeAt(10) === 84 &&
-  s.charCodeAt(19) === 46 && s.charCodeAt(4) === 45 && s.charCodeAt(7) === 45 && s.charCodeAt(13) === 58 && s.charCodeAt(16) === 58
-
-// The loader's form of createdAt: strings then sort like the instants and slice to their UTC day.
-function canonicalInstant (createdAt: string): string {
-  if (isCanonical(createdAt)) return createdAt
-  const ms = typeof createdAt === 'string' ? parseInstant(createdAt, { requireZone: true, allowDateOnly: false }) : null
-  if (ms === null) throw new Error(`invalid createdAt: ${JSON.stringify(createdAt)}`)
-  return new Date(ms).toISOString()
-}
+// Columns of the loads' tables, in the order of their rows.
+const EVENT_COLUMNS = ['guild_id', 'channel_id', 'user_id', 'username', 'type', 'created_at']
+const DAILY_COLUMNS = ['guild_id', 'day', 'user_id', 't', 'm']
+const MEMBER_COLUMNS = ['guild_id', 'user_id', 'username', 'last_at', 't', 'm']
 
 const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
 
@@ -225,8 +87,8 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
   const maxRollupRows = options.maxRollupRows ?? 1_000_000
   const postgres = handle.kind === 'postgres'
   const client = await handle.pool.connect()
-  const open = (table: string, columns: Columns) => (postgres ? copySink(client, table, columns) : insertSink(client, table, columns, batchSize))
-  let sink: RowSink | null = null
+  const open = (table: string, columns: string[]) => bulkWriter(client, handle.kind, table, columns, { batchRows: batchSize })
+  let sink: BulkWriter | null = null
   let n = 0
   let typing = 0
   try {
@@ -316,8 +178,8 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
     await stageRollup()
 
     if (stageEvents) {
-      await client.query(`INSERT INTO activity_events (${EVENT_COLUMNS.names.join(', ')})
-        SELECT ${EVENT_COLUMNS.names.join(', ')} FROM load_events ORDER BY guild_id COLLATE "C", created_at`)
+      await client.query(`INSERT INTO activity_events (${EVENT_COLUMNS.join(', ')})
+        SELECT ${EVENT_COLUMNS.join(', ')} FROM load_events ORDER BY guild_id COLLATE "C", created_at`)
     }
     // Staged once, the rows are already distinct; staged in parts, they are summed first. Upserts go
     // in key order, like the index; inserts into a table without indexes need no order.

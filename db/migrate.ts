@@ -1,0 +1,10 @@
+import { Migrator, type Kysely } from 'kysely'
+import type { Database } from './types.ts'
+import { migrations } from './migrations/index.ts'
+
+export async function migrateToLatest (db: Kysely<Database>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
+  const { error, results } = await migrator.migrateToLatest()
+  if (error) throw error instanceof Error ? error : new Error(String(error))
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+}

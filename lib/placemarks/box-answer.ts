@@ -1,0 +1,59 @@
+import type { SummaryBytes } from '../geo/box-index.ts'
+
+// The box query's answer, built around summaries already serialized (by the in-memory index or from
+// the database's rows): the JSON body, or a GeoJSON FeatureCollection spliced from the same bytes.
+
+/** The body of a box answer around already serialized summaries (in the BboxResponse schema's key order). */
+export function bboxBody (summaries: SummaryBytes, bbox: { min_lon: number; min_lat: number; max_lon: number; max_lat: number }): Buffer {
+  const head = '{"placemarks":['
+  const { min_lon, min_lat, max_lon, max_lat } = bbox
+  const tail = `],"bbox":${JSON.stringify({ min_lon, min_lat, max_lon, max_lat })},"count":${summaries.count}}`
+  const body = Buffer.allocUnsafe(head.length + summaries.byteLength + tail.length)
+  body.write(head, 0, 'latin1')
+  summaries.copyTo(body, head.length)
+  body.write(tail, head.length + summaries.byteLength, 'latin1')
+  return body
+}
+
+// Markers in serialized summaries (toSummary's key order: `geometry` right before `coordinates_raw`,
+// no nested objects). A quote inside a JSON string is always escaped, so a marker that begins or holds
+// an unescaped quote after another character than a backslash can only be the structure itself.
+const GEOMETRY_KEY = ',"geometry":"'
+const GEOMETRY_END = '","coordinates_raw":'
+const NEXT_SUMMARY = '},{"id":'
+
+/**
+ * Serialized summaries (joined by commas) as GeoJSON features (joined by commas), by splicing: each
+ * geometry's JSON string is read back into the stored GeoJSON text, the rest of the summary becomes the
+ * properties as it is. Cheaper than reading whole summaries back into objects and writing them again,
+ * which matters at the box query's 10,000.
+ */
+export function summariesToFeatures (text: string): string {
+  const out: string[] = []
+  let at = 0
+  while (at < text.length) {
+    const idEnd = text.indexOf(',', at)
+    const key = text.indexOf(GEOMETRY_KEY, idEnd)
+    const end = text.indexOf(GEOMETRY_END, key + GEOMETRY_KEY.length)
+    if (!text.startsWith('{"id":', at) || key === -1 || end === -1) throw new Error('not a serialized placemark summary')
+    const next = text.indexOf(NEXT_SUMMARY, end)
+    const stop = next === -1 ? text.length : next + 1
+    // The JSON string literal read back: the stored GeoJSON text, character for character.
+    const geometry = JSON.parse(text.slice(key + GEOMETRY_KEY.length - 1, end + 1)) as string
+    out.push(`{"type":"Feature","id":${text.slice(at + 6, idEnd)},"geometry":${geometry},"properties":${text.slice(at, key)}${text.slice(end + 1, stop)}}`)
+    at = stop + 1
+  }
+  return out.join(',')
+}
+
+/**
+ * The GeoJSON twin of `bboxBody`: the same summaries as a FeatureCollection, the box echoed as
+ * `query_bbox` (GeoJSON reserves `bbox` for an array of the features' extent).
+ */
+export function bboxGeoJson (summaries: SummaryBytes, bbox: { min_lon: number; min_lat: number; max_lon: number; max_lat: number }): Buffer {
+  const list = Buffer.allocUnsafe(summaries.byteLength)
+  summaries.copyTo(list, 0)
+  const { min_lon, min_lat, max_lon, max_lat } = bbox
+  const tail = `],"query_bbox":${JSON.stringify({ min_lon, min_lat, max_lon, max_lat })},"count":${summaries.count}}`
+  return Buffer.from(`{"type":"FeatureCollection","features":[${summariesToFeatures(list.toString())}${tail}`)
+}
