@@ -112,14 +112,21 @@ function migratedTemplate (sample = false): Promise<string> {
   return made
 }
 
+// Templates of other schemas kept (several checkouts of the project may share the server).
+const KEPT_TEMPLATES = 4
+
 async function makeTemplate (name: string, family: string, fill: (url: string) => Promise<void>, from: Promise<string> | null): Promise<string> {
   const base = from ? await from : null
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()
   try {
     await admin.query('SELECT pg_advisory_lock(hashtext($1))', [family])
-    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE '${family}'`)
-    for (const { datname } of rows) if (datname !== name) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {})
+    // Newest first: the templates of other schemas (other checkouts, earlier runs) beyond the few
+    // newest are dropped; one in use by a concurrent run of another checkout is left alone.
+    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE '${family}' ORDER BY oid::bigint DESC`)
+    for (const { datname } of rows.filter((r) => r.datname !== name).slice(KEPT_TEMPLATES)) {
+      await admin.query(`DROP DATABASE IF EXISTS ${datname}`).catch(() => {})
+    }
     if (!rows.some((r) => r.datname === name)) {
       // Built under another name and renamed when whole: a process killed midway leaves no half template.
       const building = `${name}_building`
