@@ -73,6 +73,9 @@ export const ConfigSchema = Type.Object({
   METRICS: Type.Boolean({ default: true }),
   // Serve /metrics on this port only (its own small server on HOST), not on PORT.
   METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+  // On PORT, /metrics answers loopback and private addresses; with this token (16+ characters), also
+  // anyone sending `Authorization: Bearer <token>`.
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   // Load shedding: past this mean event-loop delay new requests are answered 503; 0 turns it off.
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000 }),
   // Load shedding: past this V8 heap use new requests are answered 503; 0 turns it off. Unset: 90 % of

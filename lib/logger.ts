@@ -57,6 +57,16 @@ function prettyStream (): PinoPretty.PrettyStream {
   return pretty({ sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
 }
 
+// What one request may write to the log of its URL and Host: a client sending 16 KB of either does not
+// make every log line 16 KB.
+export const MAX_LOGGED_URL = 512
+export const MAX_LOGGED_HOST = 256
+
+/** The text cut to `max` characters, the cut marked with how much was left out. */
+export function clip (text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…(${text.length - max} more)`
+}
+
 // The redaction and serializers apply before either format writes a line.
 export function loggerOptions (level: string, format: LogFormat = logFormat()): FastifyServerOptions['logger'] {
   return {
@@ -73,7 +83,7 @@ export function loggerOptions (level: string, format: LogFormat = logFormat()): 
     },
     serializers: {
       req (req: { method: string; url: string; hostname?: string; ip?: string; socket?: { remotePort?: number } }) {
-        return { method: req.method, url: redactUrl(req.url), host: req.hostname, remoteAddress: req.ip }
+        return { method: req.method, url: clip(redactUrl(req.url), MAX_LOGGED_URL), host: req.hostname === undefined ? undefined : clip(req.hostname, MAX_LOGGED_HOST), remoteAddress: req.ip }
       }
     }
   }

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import { createHash } from 'node:crypto'
-import { gzipSync } from 'node:zlib'
+import { gzip } from 'node:zlib'
+import { promisify } from 'node:util'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify'
 import { LRUCache } from 'lru-cache'
 import { Negotiator } from '@fastify/accept-negotiator'
@@ -12,7 +13,9 @@ interface CachedAnswer {
   body: Buffer
   type: string
   gzip: Buffer | null
+  // Strong tags, one per encoding (RFC 9110: each representation its own).
   etag: string
+  gzipEtag: string
 }
 
 interface Computation {
@@ -36,12 +39,44 @@ declare module 'fastify' {
 }
 
 const GZIP_MIN_BYTES = 1024
+const gzipAsync = promisify(gzip)
+// Past this size an answer's hash is computed off the event loop too.
+const OFF_LOOP_BYTES = 256 * 1024
 const CACHE_CONTROL = 'public, max-age=0, must-revalidate'
 const JSON_TYPE = 'application/json; charset=utf-8'
 
-const notModified = (request: FastifyRequest, etag: string) => {
+// How many different answers are computed at once; more wait their turn (each can take megabytes and
+// tens of milliseconds of serializing), so a burst of distinct URLs cannot take the whole process.
+const CONCURRENT_COMPUTATIONS = 4
+
+/**
+ * `If-None-Match` with the weak comparison RFC 9110 §13.1.2 prescribes for it (`W/"x"` matches `"x"`),
+ * against either encoding's tag: both stand for the same answer of the same dataset version.
+ */
+function notModified (request: FastifyRequest, answer: CachedAnswer): boolean {
   const header = request.headers['if-none-match']
-  return header !== undefined && (header === etag || header === '*' || header.split(',').some((tag) => tag.trim() === etag))
+  if (header === undefined) return false
+  if (header === '*') return true
+  for (const raw of header.split(',')) {
+    const tag = raw.trim()
+    const opaque = tag.startsWith('W/') ? tag.slice(2) : tag
+    if (opaque === answer.etag || opaque === answer.gzipEtag) return true
+  }
+  return false
+}
+
+/** The cache key of a request: the route, its validated parameters and query, canonically ordered (`limit=010`, `limit=1e1` and `limit=10` are one answer). */
+function canonical (values: unknown): string {
+  if (values === null || typeof values !== 'object') return ''
+  const keys = Object.keys(values)
+  if (keys.length === 0) return ''
+  keys.sort()
+  let out = ''
+  for (const key of keys) {
+    // The content type is the key's variant, not a parameter: ?format=geojson and Accept: application/geo+json are one answer.
+    if (key !== 'format') out += `${key}=${JSON.stringify((values as Record<string, unknown>)[key])}&`
+  }
+  return out
 }
 
 /**
@@ -58,7 +93,7 @@ export default fp(async function datasetCache (app: FastifyInstance) {
     sizeCalculation: (answer, url) => answer.body.length + (answer.gzip?.length ?? 0) + url.length,
     // An import landing mid-computation clears the cache: the answer is still sent, but not kept.
     ignoreFetchAbort: true,
-    fetchMethod: async (_url, _stale, { context }) => keep(context, await context.handler.call(context.app, context.request, context.reply))
+    fetchMethod: (_url, _stale, { context }) => compute(context)
   })
   const encodings = new Negotiator({ supportedValues: ['gzip', 'identity'], cache: new LRUCache<string, string>({ max: 1000 }) })
 
@@ -85,21 +120,42 @@ export default fp(async function datasetCache (app: FastifyInstance) {
 
   // The computed payload, serialized by the route's own serializer, as a kept answer; a payload already
   // in bytes (a GeoJSON answer) is kept as it is, with the content type its handler set.
-  function keep ({ reply, version }: Computation, payload: unknown): CachedAnswer {
+  // Compressed on libuv's thread pool, off the event loop: a miss of a multi-megabyte page does not hold
+  // up every other client's answer.
+  async function keep ({ reply, version }: Computation, payload: unknown): Promise<CachedAnswer> {
     const bytes = Buffer.isBuffer(payload)
     const body = bytes ? payload : Buffer.from(reply.serialize(payload) as string)
     const type = bytes ? String(reply.getHeader('content-type') ?? JSON_TYPE) : JSON_TYPE
-    const hash = createHash('sha1').update(body).digest('base64url').slice(0, 22)
-    return { body, type, gzip: body.length >= GZIP_MIN_BYTES ? gzipSync(body, { level: 6 }) : null, etag: `"${version}-${hash}"` }
+    // Hashed and compressed on the thread pool when the answer is large.
+    const [digest, gzip] = await Promise.all([
+      body.length >= OFF_LOOP_BYTES ? crypto.subtle.digest('SHA-1', new Uint8Array(body.buffer as ArrayBuffer, body.byteOffset, body.byteLength)).then((d) => Buffer.from(d)) : createHash('sha1').update(body).digest(),
+      body.length >= GZIP_MIN_BYTES ? gzipAsync(body, { level: 6 }) : null
+    ])
+    const hash = digest.toString('base64url').slice(0, 22)
+    return { body, type, gzip, etag: `"${version}-${hash}"`, gzipEtag: `"${version}-${hash}-gzip"` }
+  }
+
+  let computing = 0
+  const waiting: (() => void)[] = []
+  async function compute (context: Computation): Promise<CachedAnswer> {
+    if (computing >= CONCURRENT_COMPUTATIONS) await new Promise<void>((resolve) => waiting.push(resolve))
+    computing++
+    try {
+      return await keep(context, await context.handler.call(context.app, context.request, context.reply))
+    } finally {
+      computing--
+      waiting.shift()?.()
+    }
   }
 
   function send (request: FastifyRequest, reply: FastifyReply, answer: CachedAnswer): FastifyReply {
-    reply.header('etag', answer.etag).header('cache-control', CACHE_CONTROL)
-    addVary(reply, 'accept-encoding')
-    if (notModified(request, answer.etag)) return reply.code(304).send()
-    reply.header('content-type', answer.type)
     const accepted = answer.gzip === null ? null : request.headers['accept-encoding']
-    if (accepted && encodings.negotiate(accepted) === 'gzip') return reply.header('content-encoding', 'gzip').send(answer.gzip)
+    const gzip = accepted && encodings.negotiate(accepted) === 'gzip'
+    reply.header('etag', gzip ? answer.gzipEtag : answer.etag).header('cache-control', CACHE_CONTROL)
+    addVary(reply, 'accept-encoding')
+    if (notModified(request, answer)) return reply.code(304).send()
+    reply.header('content-type', answer.type)
+    if (gzip) return reply.header('content-encoding', 'gzip').send(answer.gzip)
     return reply.send(answer.body)
   }
 
@@ -112,8 +168,9 @@ export default fp(async function datasetCache (app: FastifyInstance) {
       const handler = route.handler
       // A route that can answer GeoJSON keeps that variant as its own entry (the Accept header chooses it too).
       const variants = route.config?.geojson !== undefined
+      const path = `${route.url} `
       route.handler = function cachedHandler (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
-        const key = variants && request.wantsGeoJson() ? `geojson ${request.url}` : request.url
+        const key = `${variants && request.wantsGeoJson() ? 'geojson ' : ''}${path}${canonical(request.params)}?${canonical(request.query)}`
         const hit = cache.get(key)
         if (hit !== undefined) {
           cacheRequests.inc(HIT)

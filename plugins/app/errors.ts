@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify'
 import type { Config } from '../../lib/config.ts'
 import { errorBody, HttpError, isDatabaseUnavailable, reasonPhrase } from '../../lib/errors.ts'
+import { clip } from '../../lib/logger.ts'
 import { bearerRefusalMessage } from '../../lib/auth/bearer-messages.ts'
 import { allowedOrigins, isAllowedOrigin } from '../../lib/cors-origins.ts'
 
@@ -29,10 +30,11 @@ export default fp(async function errors (app: FastifyInstance) {
     return reply.code(status).send(errorBody(status, err.message))
   })
 
-  app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send(errorBody(404, `Route ${request.method} ${request.url.split('?')[0]} not found`))
+  // Unmatched URLs are rate limited like every route: a scan of made-up paths draws on the same budget.
+  app.setNotFoundHandler({ preHandler: app.rateLimit() }, (request, reply) => {
+    reply.code(404).send(errorBody(404, `Route ${request.method} ${clip(request.url.split('?')[0]!, 200)} not found`))
   })
-}, { name: 'errors' })
+}, { name: 'errors', dependencies: ['rate-limit'] })
 
 /**
  * The router's own errors, raised before any hook runs: a malformed percent-escape (400) and a path

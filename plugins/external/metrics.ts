@@ -3,6 +3,8 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import promClient, { Counter, Gauge, Registry } from 'prom-client'
 import type { Metric } from 'prom-client'
 import { RequestDurations, type DurationSeries } from '../../lib/metrics/request-durations.ts'
+import { isPrivateAddress } from '../../lib/private-address.ts'
+import { errorBody } from '../../lib/errors.ts'
 import { genReqId, REQUEST_ID_HEADER } from '../../lib/request-id.ts'
 
 /** The app's own metrics; the counters are moved by the code they describe, the gauges read at scrape time. */
@@ -155,7 +157,19 @@ export default fp(async function metricsPlugin (app: FastifyInstance) {
   const ownPort = config.METRICS_PORT !== undefined
   const scrape = async (_request: FastifyRequest, reply: FastifyReply) => reply.type(registry.contentType).send(await registry.metrics())
   if (!ownPort) {
-    app.get(METRICS_PATH, { logLevel: 'warn', config: { rateLimit: false, loadShedding: false }, schema: { hide: true } }, scrape)
+    // On the API's port the metrics are for the operator's scraper only: loopback and private addresses,
+    // or anyone presenting METRICS_TOKEN; to everyone else the path does not exist (and costs nothing).
+    const token = config.METRICS_TOKEN ? `Bearer ${config.METRICS_TOKEN}` : null
+    const allowed = (request: FastifyRequest) => isPrivateAddress(request.ip) || (token !== null && request.headers.authorization === token)
+    app.get(METRICS_PATH, {
+      logLevel: 'warn',
+      config: { rateLimit: false, loadShedding: false },
+      schema: { hide: true },
+      onRequest: (request, reply, done) => {
+        if (allowed(request)) done()
+        else reply.code(404).send(errorBody(404, `Route GET ${METRICS_PATH} not found`))
+      }
+    }, scrape)
   }
 
   if (ownPort) {

@@ -111,3 +111,14 @@ t.test('IPv6 clients are counted by their /64', async (t) => {
   t.same(codes, [200, 200, 429], 'one budget for one /64')
   t.equal((await app.inject({ url: '/api/v1/folders', remoteAddress: '2001:db8:1:3::1' })).statusCode, 200, 'another /64 has its own')
 })
+
+t.test('a blocked client stays blocked however many other clients come by (the counters hold 100,000)', async (t) => {
+  const handle = await openTestDatabase(t)
+  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 1 })
+  const blocked = () => app.inject({ url: '/api/v1/folders', remoteAddress: '10.200.0.1' })
+  t.equal((await blocked()).statusCode, 200)
+  t.equal((await blocked()).statusCode, 429, 'past its budget')
+  // More clients than @fastify/rate-limit's default of 5,000 remembered addresses.
+  for (let i = 0; i < 6000; i++) await app.inject({ url: '/api/v1/folders', remoteAddress: `10.201.${i >> 8}.${i & 255}` })
+  t.equal((await blocked()).statusCode, 429, 'still refused after 6,000 other clients')
+})

@@ -73,8 +73,8 @@ t.test('SECURITY_HEADERS=false leaves the headers out, the request id stays', as
 
 t.test('an incoming x-request-id is kept when it is safe, replaced otherwise (real HTTP)', async (t) => {
   const handle = await openTestDatabase(t)
-  // The 400 below, the miss and the hit use up the budget of 3; the fourth is refused.
-  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 3 })
+  // The 404 and the 400 below, the miss and the hit use up the budget of 4 (unmatched URLs are limited too); the fifth is refused.
+  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 4 })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as AddressInfo
   const get = (path: string, id?: string | string[]) => new Promise<{ status: number; id: string | undefined; body: string }>((resolve, reject) => {

@@ -1,0 +1,87 @@
+/**
+ * One client must not hurt the others: what a single address can make the server log, hold, compute
+ * or leak, each bounded and proven through the real server.
+ */
+import t from 'tap'
+import { Readable, Writable } from 'node:stream'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { gunzipSync, gzipSync } from 'node:zlib'
+import { importPlacemarks } from '../../db/placemark-import.ts'
+import { buildApp, openTestDatabase, testConfig } from '../helper.ts'
+import { loggerOptions } from '../../lib/logger.ts'
+
+t.test('a 16 KB URL or a 12 KB Host header writes a bounded log line, and made-up paths are rate limited', async (t) => {
+  const handle = await openTestDatabase(t)
+  const lines: string[] = []
+  const stream = new Writable({ write (chunk, _encoding, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done() } })
+  const app = await buildApp({ config: testConfig({ RATE_LIMIT_MAX: 3 }, { LOG_LEVEL: 'info' }), db: handle, logger: { ...(loggerOptions('info', 'json') as object), stream } })
+  await app.ready()
+  t.teardown(() => app.close())
+  const long = `/scan/${'a'.repeat(16 * 1024)}`
+  const first = await app.inject({ url: long, headers: { host: `h${'x'.repeat(12 * 1024)}.example` }, remoteAddress: '10.50.0.1' })
+  t.equal(first.statusCode, 404)
+  t.ok(first.json().message.length < 300, 'the 404 message names a clipped path')
+  t.ok(lines.length >= 2, 'the request was logged')
+  const longest = Math.max(...lines.map((l) => Buffer.byteLength(l)))
+  t.ok(longest < 2048, `every log line stays under 2 KB (longest ${longest} B)`)
+  t.ok(lines.some((l) => /…\(\d+ more\)/.test(l)), 'the cut is marked')
+
+  const statuses = []
+  for (let i = 0; i < 4; i++) statuses.push((await app.inject({ url: `/scan-${i}`, remoteAddress: '10.50.0.2' })).statusCode)
+  t.same(statuses, [404, 404, 404, 429], 'unmatched URLs draw on a rate limit too')
+})
+
+t.test('/metrics answers the operator\'s scraper only: private addresses, or the token', async (t) => {
+  const handle = await openTestDatabase(t)
+  const app = await buildApp({ config: testConfig({ METRICS_TOKEN: 'scrape-token-0123456789' }), db: handle, logger: false })
+  await app.ready()
+  t.teardown(() => app.close())
+  for (const address of ['127.0.0.1', '10.1.2.3', '192.168.7.8', '172.20.0.9', '::1', 'fd00::7', '::ffff:10.0.0.1']) {
+    t.equal((await app.inject({ url: '/metrics', remoteAddress: address })).statusCode, 200, `${address}: answered`)
+  }
+  for (const address of ['203.0.113.7', '2001:db8::1', '172.32.0.1', '::ffff:8.8.8.8']) {
+    const res = await app.inject({ url: '/metrics', remoteAddress: address })
+    t.same([res.statusCode, res.json()], [404, { error: 'Not Found', message: 'Route GET /metrics not found' }], `${address}: as if there were none`)
+  }
+  t.equal((await app.inject({ url: '/metrics', remoteAddress: '203.0.113.7', headers: { authorization: 'Bearer scrape-token-0123456789' } })).statusCode, 200, 'a public address with the token')
+  t.equal((await app.inject({ url: '/metrics', remoteAddress: '203.0.113.7', headers: { authorization: 'Bearer wrong-token-000000000' } })).statusCode, 404, 'a wrong token')
+})
+
+t.test('dataset answers: one entry per answer however the query is written, weak validators, gzip off the event loop', async (t) => {
+  const handle = await openTestDatabase(t)
+  // 1,000 placemarks with 12 KB descriptions: a page of them is a 12 MB answer.
+  const description = 'x'.repeat(12_000)
+  const kml = `<kml><Document>${Array.from({ length: 1000 }, (_, i) => `<Placemark><name>p${i}</name><description>${description}</description><Point><coordinates>${i / 100},1</coordinates></Point></Placemark>`).join('')}</Document></kml>`
+  await importPlacemarks(handle, Readable.from([kml]), { timeZone: 'UTC', source: 'big.kml' })
+  const app = await buildApp({ config: testConfig({ RATE_LIMIT_MAX: 10_000 }), db: handle, logger: false })
+  await app.ready()
+  t.teardown(() => app.close())
+
+  const before = app.datasetCache.size
+  for (const query of ['limit=10', 'limit=010', 'limit=1e1', 'offset=0&limit=10', 'limit=10&offset=0', 'limit=10&format=json']) {
+    t.equal((await app.inject(`/api/v1/placemarks?${query}`)).statusCode, 200, query)
+  }
+  t.equal(app.datasetCache.size - before, 1, 'six spellings of one query: one cache entry')
+
+  const plain = await app.inject('/api/v1/placemarks?limit=2')
+  const zipped = await app.inject({ url: '/api/v1/placemarks?limit=2', headers: { 'accept-encoding': 'gzip' } })
+  const etag = String(plain.headers.etag)
+  t.not(zipped.headers.etag, etag, 'the gzip bytes have a tag of their own')
+  const revalidate = (inm: string, gzip = false) => app.inject({ url: '/api/v1/placemarks?limit=2', headers: { 'if-none-match': inm, ...(gzip ? { 'accept-encoding': 'gzip' } : {}) } })
+  t.equal((await revalidate(`W/${etag}`)).statusCode, 304, 'a weak tag matches (weak comparison)')
+  t.equal((await revalidate(`"nope", W/${String(zipped.headers.etag)}`)).statusCode, 304, 'a list with the gzip tag, weakened by a proxy')
+  t.equal((await revalidate(etag, true)).statusCode, 304, 'the plain tag revalidates the gzip answer of the same version')
+  t.equal((await revalidate('"0-other"')).statusCode, 200, 'another tag does not')
+
+  // The miss of the 12 MB page: hashed and compressed on the thread pool; what stays on the event loop
+  // is the page's own serializing (linear in its bytes), reported here.
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
+  const big = await app.inject({ url: '/api/v1/placemarks?limit=1000', headers: { 'accept-encoding': 'gzip' } })
+  delay.disable()
+  t.equal(big.statusCode, 200)
+  t.equal(big.headers['content-encoding'], 'gzip')
+  const started = performance.now()
+  gzipSync(gunzipSync(big.rawPayload), { level: 6 })
+  t.comment(`a 12 MB miss: longest event-loop stall ${(delay.max / 1e6).toFixed(0)} ms; compressing it on the loop would add ${(performance.now() - started).toFixed(0)} ms`)
+})
