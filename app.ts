@@ -64,7 +64,9 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     http: { headersTimeout: Math.min(10_000, config.REQUEST_TIMEOUT_MS), connectionsCheckingInterval: 1000 },
     return503OnClosing: true,
-    forceCloseConnections: 'idle'
+    // Closing drains connections itself (plugins/app/connections.ts): an answer already handed to a slow
+    // reader's socket is let through, not cut with it.
+    forceCloseConnections: false
   }
 }
 
@@ -76,8 +78,6 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
 export default async function app (fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(configPlugin, { config: opts.config })
   await fastify.register(requestIdPlugin)
-  // Connections past the limit are closed as they arrive, before they can exhaust file descriptors.
-  fastify.server.maxConnections = opts.config.MAX_CONNECTIONS
   await fastify.register(autoload, { dir: join(root, 'plugins/external'), forceESM: true })
   await fastify.register(autoload, { dir: join(root, 'plugins/app'), forceESM: true, options: { handle: opts.db } })
   await fastify.register(autoload, { dir: join(root, 'routes'), forceESM: true, autoHooks: true, cascadeHooks: true })

@@ -1,4 +1,5 @@
 import Fastify from 'fastify'
+import closeWithGrace from 'close-with-grace'
 import fp from 'fastify-plugin'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import app, { serverOptions } from './app.ts'
@@ -22,29 +23,15 @@ async function main (): Promise<void> {
   const server = Fastify(serverOptions(config)).withTypeProvider<TypeBoxTypeProvider>()
   // fastify-plugin: the app's decorators stay visible on the server (graceful shutdown, plugins added here).
   await server.register(fp(app, { name: 'app' }), { config })
-  let closing = false
-  const shutdown = async (signal: string) => {
-    if (closing) return
-    closing = true
-    server.log.info({ signal }, 'shutting down: finishing in-flight requests')
-    const force = setTimeout(() => {
-      server.log.error('shutdown took too long; exiting')
-      process.exit(1)
-    }, 10_000)
-    force.unref()
-    // Keep-alive connections whose last request just finished would hold the server open; close them as they go idle.
-    const sweep = setInterval(() => server.server.closeIdleConnections(), 100)
-    sweep.unref()
-    try {
+  // One shutdown: close-with-grace turns SIGTERM, SIGINT and a crash into server.close() (which stops new
+  // connections, lets answers in progress finish and drain: plugins/app/connections.ts), and exits when
+  // it is done, or after SHUTDOWN_GRACE_MS and a little more if something still holds on.
+  closeWithGrace({ delay: config.SHUTDOWN_GRACE_MS + 2000, logger: false, onTimeout: () => server.log.error('shutdown took too long; exiting') },
+    async ({ signal, err }) => {
+      if (err) server.log.error({ err }, 'unexpected error: shutting down')
+      else server.log.info({ signal }, 'shutting down: finishing in-flight requests')
       await server.close()
-      process.exit(0)
-    } catch (err) {
-      server.log.error({ err }, 'error during shutdown')
-      process.exit(1)
-    }
-  }
-  process.on('SIGTERM', () => { void shutdown('SIGTERM') })
-  process.on('SIGINT', () => { void shutdown('SIGINT') })
+    })
   await server.listen({ port: config.PORT, host: config.HOST })
   const base = browserUrl(process.env.PUBLIC_URL ? config.PUBLIC_URL : undefined, server.server.address())
   server.log.info(`${startupMessage(base, config.devIdp)} — map ${base}/map`)

@@ -29,6 +29,9 @@ export const ConfigSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1000, default: 30000 }),
   // Open client connections at most; past it new connections are closed at once.
   MAX_CONNECTIONS: Type.Integer({ minimum: 1, default: 10000 }),
+  // Open connections one client address may hold at once (0: no cap); raise it behind a proxy that
+  // opens many connections (TRUST_PROXY does not change which address a socket has).
+  MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ minimum: 0, default: 256 }),
   // On shutdown, requests still arriving or running this long after it began are cut off.
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 5000 }),
   // A Redis command without an answer for this long fails (the shared state is then skipped).

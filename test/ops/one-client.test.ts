@@ -7,7 +7,8 @@ import { Readable, Writable } from 'node:stream'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { importPlacemarks } from '../../db/placemark-import.ts'
-import { buildApp, openTestDatabase, testConfig } from '../helper.ts'
+import net from 'node:net'
+import { buildApp, freePort, openTestDatabase, testConfig } from '../helper.ts'
 import { loggerOptions } from '../../lib/logger.ts'
 
 t.test('a 16 KB URL or a 12 KB Host header writes a bounded log line, and made-up paths are rate limited', async (t) => {
@@ -84,4 +85,66 @@ t.test('dataset answers: one entry per answer however the query is written, weak
   const started = performance.now()
   gzipSync(gunzipSync(big.rawPayload), { level: 6 })
   t.comment(`a 12 MB miss: longest event-loop stall ${(delay.max / 1e6).toFixed(0)} ms; compressing it on the loop would add ${(performance.now() - started).toFixed(0)} ms`)
+})
+
+// A real connection from a loopback address of its own (127.0.0.x): its first request, if any, answered.
+function connectFrom (port: number, localAddress: string, request?: string): Promise<{ socket: net.Socket; answered: Promise<string> }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress })
+    let text = ''
+    const answered = new Promise<string>((resolve) => {
+      socket.on('data', (d) => { text += d; if (text.includes('\r\n\r\n')) resolve(text) })
+      socket.on('close', () => resolve(text))
+    })
+    socket.on('error', () => {})
+    socket.once('connect', () => {
+      if (request) socket.write(request)
+      resolve({ socket, answered })
+    })
+    socket.once('error', reject)
+  })
+}
+const health = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n'
+const closedWithin = (socket: net.Socket, ms: number) => new Promise<boolean>((resolve) => {
+  if (socket.destroyed) return resolve(true)
+  const timer = setTimeout(() => resolve(false), ms)
+  socket.once('close', () => { clearTimeout(timer); resolve(true) })
+})
+
+t.test('connection slots: one address cannot hold them all, unused slots come back, idle ones give way at the limit', async (t) => {
+  const handle = await openTestDatabase(t)
+  const port = await freePort()
+  const app = await buildApp({ config: testConfig({ PORT: port, MAX_CONNECTIONS: 12, MAX_CONNECTIONS_PER_ADDRESS: 6, REQUEST_TIMEOUT_MS: 2000 }), db: handle, logger: false })
+  await app.listen({ port, host: '127.0.0.1' })
+  const sockets: net.Socket[] = []
+  t.teardown(async () => {
+    for (const s of sockets) s.destroy()
+    await app.close()
+  })
+
+  // One address opens ten idle keep-alive connections (one request each, then silence): six are kept.
+  const hog = await Promise.all(Array.from({ length: 10 }, () => connectFrom(port, '127.0.0.2', health)))
+  sockets.push(...hog.map((c) => c.socket))
+  const answers = await Promise.all(hog.map((c) => c.answered))
+  t.equal(answers.filter((a) => a.startsWith('HTTP/1.1 200')).length, 6, 'six connections of one address served, the rest closed')
+  const victim = await connectFrom(port, '127.0.0.3', health)
+  sockets.push(victim.socket)
+  t.match(await victim.answered, /^HTTP\/1\.1 200/, 'another address is served')
+
+  // A connection that never sends a request is closed within the headers timeout (2 s here).
+  const silent = await connectFrom(port, '127.0.0.4')
+  sockets.push(silent.socket)
+  t.ok(await closedWithin(silent.socket, 4000), 'a never-used connection gives its slot back within seconds')
+
+  // Many addresses fill every slot with idle keep-alive connections: a new client still gets in.
+  const fillers = await Promise.all(Array.from({ length: 12 }, (_, i) => connectFrom(port, `127.0.1.${i + 1}`, health)))
+  sockets.push(...fillers.map((c) => c.socket))
+  await Promise.all(fillers.map((c) => c.answered))
+  let served = false
+  for (let attempt = 0; attempt < 10 && !served; attempt++) {
+    const late = await connectFrom(port, '127.0.0.5', health)
+    sockets.push(late.socket)
+    served = (await late.answered).startsWith('HTTP/1.1 200')
+  }
+  t.ok(served, 'at the limit, idle connections are closed so that a new client is served')
 })
