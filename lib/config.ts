@@ -107,18 +107,24 @@ type Env = Record<string, string | undefined>
 export const MIN_SECRET_LENGTH = 32
 
 // Production refuses weak signing secrets; development may leave them unset (random ones are generated).
-function checkSecrets (raw: RawConfig, isProduction: boolean): void {
+function checkSecrets (raw: RawConfig, isProduction: boolean, problems: string[]): void {
   const { JWT_SECRET, JWT_REFRESH_SECRET } = raw
   for (const [name, value] of [['JWT_SECRET', JWT_SECRET], ['JWT_REFRESH_SECRET', JWT_REFRESH_SECRET]] as const) {
     if (value === undefined) {
-      if (isProduction) throw new ConfigError(`${name} is required in production (at least ${MIN_SECRET_LENGTH} characters)`)
+      if (isProduction) problems.push(`${name} is required in production (at least ${MIN_SECRET_LENGTH} characters)`)
     } else if (value.length < MIN_SECRET_LENGTH) {
-      throw new ConfigError(`${name} must be at least ${MIN_SECRET_LENGTH} characters`)
+      problems.push(`${name} must be at least ${MIN_SECRET_LENGTH} characters`)
     }
   }
   if (JWT_SECRET !== undefined && JWT_SECRET === JWT_REFRESH_SECRET) {
-    throw new ConfigError('JWT_SECRET and JWT_REFRESH_SECRET must be different')
+    problems.push('JWT_SECRET and JWT_REFRESH_SECRET must be different')
   }
+}
+
+/** One problem as it is; several as one message listing them all, so that a start shows everything to fix at once. */
+function configError (problems: string[]): ConfigError {
+  if (problems.length === 1) return new ConfigError(problems[0]!)
+  return new ConfigError(`${problems.length} settings need attention:\n${problems.map((p) => `  - ${p}`).join('\n')}`)
 }
 
 export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
@@ -128,11 +134,15 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     if (value !== undefined && value !== '') input[key] = value
   }
   const converted = Value.Convert(ConfigSchema, Value.Default(ConfigSchema, input))
-  const firstError = Value.Errors(ConfigSchema, converted).First()
-  if (firstError) {
-    const name = firstError.path.replace(/^\//, '').split('/')[0]
-    throw new ConfigError(`invalid configuration: ${name} ${firstError.message.toLowerCase()} (got ${JSON.stringify(env[name] ?? null)})`)
+  const problems: string[] = []
+  const named = new Set<string>()
+  for (const error of Value.Errors(ConfigSchema, converted)) {
+    const name = error.path.replace(/^\//, '').split('/')[0]!
+    if (named.has(name)) continue
+    named.add(name)
+    problems.push(`invalid configuration: ${name} ${error.message.toLowerCase()} (got ${JSON.stringify(env[name] ?? null)})`)
   }
+  if (problems.length) throw configError(problems)
   const raw = converted as RawConfig
   const isProduction = raw.NODE_ENV === 'production'
   // Outside production the server (and the development identity provider) stays on loopback unless told otherwise.
@@ -141,9 +151,12 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
   const devIdp = !raw.IDP_CLIENT_ID && !isProduction
   if (isProduction) {
     for (const name of ['IDP_CLIENT_ID', 'IDP_CLIENT_SECRET', 'IDP_REDIRECT_URI', 'IDP_AUTHORIZE_URL', 'IDP_TOKEN_URL', 'IDP_USER_URL', 'IDP_GUILDS_URL'] as const) {
-      if (!raw[name]) throw new ConfigError(`${name} is required in production (the development identity provider is refused there)`)
+      if (!raw[name]) problems.push(`${name} is required in production (the development identity provider is refused there)`)
     }
+    // Without it, sign-in would send real users to http://localhost.
+    if (!raw.PUBLIC_URL) problems.push('PUBLIC_URL is required in production (the address browsers use, e.g. https://api.example.com): sign-in redirects and cookies follow it')
   }
-  checkSecrets(raw, isProduction)
+  checkSecrets(raw, isProduction, problems)
+  if (problems.length) throw configError(problems)
   return { ...raw, HOST, PUBLIC_URL, isProduction, devIdp, ...overrides }
 }

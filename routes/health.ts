@@ -16,13 +16,23 @@ const NotReady = Type.Object({
 }, { description: 'The instance should get no traffic for now; `reasons` says why', examples: [{ status: 'unavailable', reasons: ['database-unavailable'] }] })
 
 // Load balancers and orchestrators poll these: never rate limited, and answered while load is shed.
+const PROBE_MAX_AGE_MS = 1000
 const probe = { rateLimit: false, loadShedding: false } as const
 
 const health: FastifyPluginAsyncTypebox = async (app) => {
-  const databaseAnswers = (log: FastifyBaseLogger) => ping(app.dbHandle, app.config.DB_CONNECTION_TIMEOUT_MS).then(() => true, (err: unknown) => {
-    log.warn({ code: (err as { code?: string }).code }, 'health check: database did not answer')
-    return false
-  })
+  // A probe's answer is at most a second old: however often load balancers (or anyone) call, the
+  // database is pinged at most once a second, and calls in between share that ping.
+  let last: { at: number; answer: Promise<boolean> } | null = null
+  const databaseAnswers = (log: FastifyBaseLogger): Promise<boolean> => {
+    const now = Date.now()
+    if (last && now - last.at < PROBE_MAX_AGE_MS) return last.answer
+    const answer = ping(app.dbHandle, app.config.DB_CONNECTION_TIMEOUT_MS).then(() => true, (err: unknown) => {
+      log.warn({ code: (err as { code?: string }).code }, 'health check: database did not answer')
+      return false
+    })
+    last = { at: now, answer }
+    return answer
+  }
 
   app.get('/health', {
     config: probe,

@@ -18,6 +18,7 @@ const production = {
   IDP_TOKEN_URL: 'https://idp.example/t',
   IDP_USER_URL: 'https://idp.example/u',
   IDP_GUILDS_URL: 'https://idp.example/g',
+  PUBLIC_URL: 'https://api.example',
   ...testSecrets
 }
 
@@ -29,6 +30,14 @@ t.test('start-up refusals', async (t) => {
   t.throws(() => loadConfig({ ...production, IDP_CLIENT_ID: undefined }), /IDP_CLIENT_ID is required in production/)
   t.throws(() => loadConfig({ JWT_SECRET: 'too-short' }), /JWT_SECRET must be at least 32 characters/, 'a short secret is refused in development too')
   t.throws(() => loadConfig({ PORT: 'eighty' }), /PORT/)
+  t.throws(() => loadConfig({ ...production, PUBLIC_URL: undefined }), /PUBLIC_URL is required in production/)
+  // A production start with several settings missing names every one of them at once.
+  const all = (() => { try { loadConfig({ NODE_ENV: 'production', PORT: 'eighty', RATE_LIMIT_MAX: '-1' }); return '' } catch (err) { return (err as Error).message } })()
+  t.match(all, /^2 settings need attention:\n {2}- invalid configuration: PORT .*\n {2}- invalid configuration: RATE_LIMIT_MAX /, 'invalid values, all named')
+  const missing = (() => { try { loadConfig({ NODE_ENV: 'production' }); return '' } catch (err) { return (err as Error).message } })()
+  for (const name of ['IDP_CLIENT_ID', 'IDP_CLIENT_SECRET', 'IDP_REDIRECT_URI', 'IDP_AUTHORIZE_URL', 'IDP_TOKEN_URL', 'IDP_USER_URL', 'IDP_GUILDS_URL', 'PUBLIC_URL', 'JWT_SECRET', 'JWT_REFRESH_SECRET']) {
+    t.match(missing, new RegExp(`- ${name} is required in production`), `${name} named`)
+  }
   const dev = loadConfig({})
   t.equal(dev.devIdp, true)
   t.equal(dev.JWT_SECRET, undefined, 'development may run without secrets (random ones are generated)')

@@ -126,7 +126,9 @@ t.test('readiness fails while the box index is loading at start and while closin
   t.same((await app.inject('/health/ready')).json(), { status: 'ok' }, 'ready once it is loaded')
 
   // A readiness check in flight when the instance starts closing (its database ping waits for a
-  // connection of the busy pool) answers that it is shutting down.
+  // connection of the busy pool) answers that it is shutting down. The probes' last ping is let age
+  // past its second first, so that this one pings afresh.
+  await new Promise((resolve) => setTimeout(resolve, 1100))
   const busy = Array.from({ length: 5 }, () => handle.pool.query('SELECT pg_sleep(0.5)'))
   const during = app.inject('/health/ready')
   await new Promise((resolve) => setTimeout(resolve, 50))

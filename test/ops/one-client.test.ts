@@ -148,3 +148,39 @@ t.test('connection slots: one address cannot hold them all, unused slots come ba
   }
   t.ok(served, 'at the limit, idle connections are closed so that a new client is served')
 })
+
+t.test('the health probes ping the database at most once a second; TRUST_PROXY=true is warned about', async (t) => {
+  const handle = await openTestDatabase(t)
+  const lines: string[] = []
+  const stream = new Writable({ write (chunk, _encoding, done) { lines.push(String(chunk)); done() } })
+  const app = await buildApp({ config: testConfig({ CHANGE_POLL_MS: 600_000 }, { TRUST_PROXY: 'true', LOG_LEVEL: 'warn' }), db: handle, logger: { ...(loggerOptions('warn', 'json') as object), stream } })
+  await app.ready()
+  t.teardown(() => app.close())
+  t.ok(lines.some((l) => /TRUST_PROXY=true trusts the client-supplied/.test(l)), 'a warning at start steers to a hop count')
+  await app.boxIndex.idle()
+  const commits = async () => Number((await handle.pool.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0]!.n)
+  // The statistics of the counting query itself are seen by the next one: counted as one each.
+  const before = await commits()
+  const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => app.inject(i % 2 ? '/health' : '/health/ready')))
+  for (let i = 0; i < 20; i++) await app.inject('/health')
+  await new Promise((resolve) => setTimeout(resolve, 600))
+  const after = await commits()
+  t.ok(answers.every((a) => a.statusCode === 200), 'every probe answered')
+  t.ok(after - before <= 3, `60 probes in under a second cost ${after - before - 1} database round trips`)
+})
+
+t.test('the docs page\'s scripts go compressed; the API\'s answers are not compressed twice', async (t) => {
+  const handle = await openTestDatabase(t)
+  const app = await buildApp({ config: testConfig(), db: handle, logger: false })
+  await app.ready()
+  t.teardown(() => app.close())
+  const plain = await app.inject('/api/docs/static/swagger-ui-bundle.js')
+  const zipped = await app.inject({ url: '/api/docs/static/swagger-ui-bundle.js', headers: { 'accept-encoding': 'br, gzip' } })
+  t.equal(plain.statusCode, 200)
+  t.notOk(plain.headers['content-encoding'], 'uncompressed to a client that does not ask')
+  t.equal(zipped.headers['content-encoding'], 'br', 'Brotli to one that takes it')
+  t.ok(zipped.rawPayload.length < plain.rawPayload.length / 3, `${plain.rawPayload.length} bytes become ${zipped.rawPayload.length}`)
+  t.ok((await app.inject({ url: '/api/docs', headers: { 'accept-encoding': 'gzip' } })).statusCode === 200)
+  const api = await app.inject({ url: '/api/v1/folders', headers: { 'accept-encoding': 'br' } })
+  t.notOk(api.headers['content-encoding'], 'an API answer is untouched by the docs\' compression')
+})
