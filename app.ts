@@ -7,7 +7,7 @@ import type { Config } from './lib/config.ts'
 import type { DatabaseHandle } from './db/index.ts'
 import { loggerOptions, requestChildLogger } from './lib/logger.ts'
 import configPlugin from './plugins/app/config.ts'
-import { strictValidatorFactory } from './lib/validation.ts'
+import { schemaErrorFormatter, strictValidatorFactory } from './plugins/app/validation.ts'
 import { clientErrorHandler, frameworkErrorHandler } from './plugins/app/errors.ts'
 import requestIdPlugin from './plugins/app/request-id.ts'
 import { genReqId } from './lib/request-id.ts'
@@ -51,6 +51,7 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
     // Fastify's Ajv compiler, each validator followed by one check for every route: non-finite numbers
     // (`1e309`, `Infinity`) and NUL characters are refused as 400s.
     schemaController: { compilersFactory: { buildValidator: strictValidatorFactory() } },
+    schemaErrorFormatter,
     // Errors the router raises before any hook (a malformed escape, an over-long parameter) keep the
     // {error, message} contract and the CORS headers.
     frameworkErrors: frameworkErrorHandler(config),

@@ -16,8 +16,10 @@ options:
 
 ${DATABASE_SETTINGS}`
 }, { options: {} }, async ({ positionals }, io) => {
-  const [providerId, role] = positionals
-  if (role !== 'ADMIN' && role !== 'USER') throw new CliError(`the role must be ADMIN or USER, not ${JSON.stringify(role)}; usage: ${usage} (see --help)`, 2)
+  const providerId = positionals[0]
+  // admin, Admin and ADMIN alike.
+  const role = positionals[1]!.toUpperCase()
+  if (role !== 'ADMIN' && role !== 'USER') throw new CliError(`the role must be ADMIN or USER, not ${JSON.stringify(positionals[1])}; usage: ${usage} (see --help)`, 2)
   const handle = await openMigratedDatabase(loadConfig(io.env))
   try {
     const userId = await setRole(handle.db, providerId!, role)

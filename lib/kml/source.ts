@@ -239,6 +239,38 @@ async function openKmz (path: string, limits: KmzLimits): Promise<KmlSource> {
   }
 }
 
+const HEAD_BYTES = 4096
+
+async function readHead (path: string): Promise<Buffer> {
+  const handle = await open(path, 'r')
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(HEAD_BYTES), 0, HEAD_BYTES, 0)
+    return buffer.subarray(0, bytesRead)
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
+ * Why the start of a file shows it is not KML (null when it may be): it does not begin with XML, or its
+ * first element is not <kml>. Said before anything is opened or written, in words a person can act on.
+ */
+export function notKml (head: Buffer): string | null {
+  if (head.length === 0) return 'it is empty'
+  let text: string
+  if ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff)) text = new TextDecoder(head[0] === 0xff ? 'utf-16le' : 'utf-16be').decode(head)
+  else text = head.toString('latin1').replace(/^\xEF\xBB\xBF/, '')
+  const start = text.replace(/^\uFEFF/, '').trimStart()
+  if (!start.startsWith('<')) {
+    const printable = /^[\x20-\x7e]/.test(start) ? `"${start.slice(0, 12).replace(/\s+/g, ' ')}…"` : 'binary data'
+    return `it starts with ${printable}, not with XML`
+  }
+  // The first element after the declaration, comments and doctype.
+  const root = /<([A-Za-z_][\w.-]*:)?([A-Za-z_][\w.-]*)[\s>/]/.exec(start.replace(/<\?[\s\S]*?\?>|<!--[\s\S]*?-->|<![^>]*>/g, ''))
+  if (root && root[2] !== 'kml') return `its first element is <${(root[1] ?? '') + root[2]}>, not <kml>`
+  return null
+}
+
 /** Opens a .kml or .kmz file (told apart by content) as a stream of raw KML bytes. */
 export async function openKmlSource (path: string, options: KmlSourceOptions = {}): Promise<KmlSource> {
   const limits: KmzLimits = { ...KMZ_LIMITS, ...options.kmzLimits }
@@ -255,6 +287,8 @@ export async function openKmlSource (path: string, options: KmlSourceOptions = {
     if (code === 'EISDIR') throw new KmlSourceError(`not a file: ${path}`)
     throw new KmlSourceError(`cannot read ${path}: ${reason(err)}`)
   }
+  const refusal = notKml(await readHead(path))
+  if (refusal) throw new KmlSourceError(`${path} is not a KML or KMZ file: ${refusal}`)
   const stream = createReadStream(path, { highWaterMark: HIGH_WATER_MARK })
   const close = () => stream.destroy()
   return { chunks: guard(stream, (err) => new KmlSourceError(`cannot read ${path}: ${reason(err)}`), close), kind: 'kml', size, close }

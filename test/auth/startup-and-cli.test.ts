@@ -100,3 +100,15 @@ t.test('user:role', async (t) => {
   t.equal(usage.code, 2)
   await handle.close()
 })
+
+t.test('user:role takes the role in any case', async (t) => {
+  const url = await createPostgresDatabase(t, { migrated: true })
+  const handle = await openDatabase({ url })
+  t.teardown(() => handle.close())
+  await handle.db.insertInto('users').values({ provider_id: '556', username: 'y', discriminator: '1', avatar: null }).execute()
+  for (const [given, stored] of [['admin', 'ADMIN'], ['User', 'USER'], ['ADMIN', 'ADMIN']]) {
+    const run = await runScript('scripts/user-role.ts', ['556', given!], { DATABASE_URL: url })
+    t.equal(run.code, 0, run.stderr)
+    t.equal((await handle.db.selectFrom('users').select('role').where('provider_id', '=', '556').executeTakeFirstOrThrow()).role, stored, `${given} → ${stored}`)
+  }
+})

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { buildTestApp, createPostgresDatabase, vegasAbsent, vegasKmz } from '../helper.ts'
 import { openDatabase } from '../../db/index.ts'
 import { makeZip } from '../support/zip.ts'
+import { notKml } from '../../lib/kml/source.ts'
 
 const runImport = (args: string[], env: Record<string, string>) => runScript('scripts/import.ts', args, env)
 
@@ -89,4 +90,25 @@ t.test('the Vegas KMZ end to end', { skip: vegasAbsent }, async (t) => {
   t.equal(list.placemarks.length, 545)
   const box = await get('/api/v1/spatial/bbox?min_lon=-115.2&min_lat=36.08&max_lon=-115.15&max_lat=36.11')
   t.ok(box.count > 100, `bbox around the venue finds ${box.count}`)
+})
+
+t.test('a file that is not KML is named as such before anything is opened', async (t) => {
+  const dir = t.testdir({ 'photo.png': Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]), 'data.json': '{"type":"FeatureCollection"}', 'page.html': '<!DOCTYPE html>\n<html><body>hi</body></html>', 'empty.kml': '' })
+  // DATABASE_URL points nowhere: the refusal comes first.
+  const env = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }
+  const cases: [string, RegExp][] = [
+    ['photo.png', /photo\.png is not a KML or KMZ file: it starts with binary data, not with XML$/],
+    ['data.json', /data\.json is not a KML or KMZ file: it starts with "\{"type":"Fea…", not with XML$/],
+    ['page.html', /page\.html is not a KML or KMZ file: its first element is <html>, not <kml>$/],
+    ['empty.kml', /empty\.kml is not a KML or KMZ file: it is empty$/]
+  ]
+  for (const [file, message] of cases) {
+    const run = await runScript('scripts/import.ts', [`${dir}/${file}`], env)
+    t.equal(run.code, 1, `${file}: exit 1`)
+    t.match(run.stderr.trim(), message, `${file}: says what it is`)
+    t.notMatch(run.stderr, /cannot open the database/, `${file}: before the database`)
+  }
+  const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('<?xml version="1.0" encoding="UTF-16"?><kml xmlns="http://www.opengis.net/kml/2.2"><Document/></kml>', 'utf16le')])
+  t.equal(notKml(utf16), null, 'KML in UTF-16 is KML')
+  t.equal(notKml(Buffer.from('\ufeff <?xml version="1.0"?>\n<!-- a map -->\n<kml:kml xmlns:kml="http://www.opengis.net/kml/2.2"/>')), null, 'a BOM, a comment and a prefix')
 })

@@ -18,7 +18,7 @@ const placemarks: FastifyPluginAsyncTypebox = async (app) => {
       response: {
         200: answer(PlacemarkList, 'One page of placemarks, with the limit and offset applied'),
         ...errors(
-          fail(400, 'A query parameter is out of range, malformed or unknown', 'querystring/limit must be <= 1000', 'querystring/offset must be >= 0', 'querystring must NOT have additional properties'),
+          fail(400, 'A query parameter is out of range, malformed or unknown', 'querystring/limit must be <= 1000', 'querystring/offset must be >= 0', "querystring: unknown parameter 'page'"),
           429, 503)
       }
     }

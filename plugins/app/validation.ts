@@ -1,6 +1,9 @@
 import AjvCompiler from '@fastify/ajv-compiler'
 import type { FastifyServerOptions } from 'fastify'
 
+// Server options, not a plugin: app.ts hands them to Fastify.
+export const autoload = false
+
 type BuildValidator = NonNullable<NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']>
 
 interface Refusal { instancePath: string; schemaPath: string; keyword: string; params: Record<string, never>; message: string }
@@ -63,4 +66,19 @@ export function strictValidatorFactory (): BuildValidator {
       return strict as unknown as typeof validate
     }
   }
+}
+
+type FormatError = NonNullable<FastifyServerOptions['schemaErrorFormatter']>
+
+/**
+ * Validation failures as Fastify words them (`querystring/limit must be <= 1000`), but an unknown
+ * parameter or property is named: `querystring: unknown parameter 'foo'`, `body: unknown property 'x'`.
+ */
+export const schemaErrorFormatter: FormatError = (errors, dataVar) => {
+  const parts = errors.map((e) => {
+    const unknown = e.keyword === 'additionalProperties' ? (e.params as { additionalProperty?: string }).additionalProperty : undefined
+    if (unknown !== undefined) return `${dataVar}${e.instancePath}: unknown ${dataVar === 'querystring' ? 'parameter' : 'property'} '${unknown}'`
+    return `${dataVar}${e.instancePath} ${e.message ?? 'is invalid'}`
+  })
+  return new Error(parts.join(', '))
 }
