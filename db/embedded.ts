@@ -1,6 +1,8 @@
 import pg from 'pg'
 import { existsSync } from 'node:fs'
 import { join, relative } from 'node:path'
+import { tmpdir } from 'node:os'
+import { createHash } from 'node:crypto'
 import type { PGlite } from '@electric-sql/pglite'
 import { Kysely, PostgresDialect } from 'kysely'
 import type { Database } from './types.ts'
@@ -120,4 +122,13 @@ async function initdbInChild (dir: string, startParams: string[]): Promise<void>
   const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('at '))
   const cause = lines.find((l) => /error/i.test(l)) ?? lines.at(-1) ?? `exit ${exit}`
   throw new Error(`initdb failed: ${cause}`)
+}
+
+/**
+ * Where the server that owns an embedded database directory takes commands (a Unix socket, only for
+ * its own user). In the system's temporary folder, named after the directory: a socket path in a
+ * deep directory would pass the operating system's length limit.
+ */
+export function commandSocketPath (dir: string): string {
+  return join(tmpdir(), `pglite-commands-${createHash('sha256').update(dir).digest('hex').slice(0, 16)}.sock`)
 }

@@ -1,10 +1,14 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { resolve } from 'node:path'
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { request } from 'node:http'
+import { existsSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { ConfigError, type Config } from '../lib/config.ts'
 import { EnvFileError, loadEnvFile } from '../lib/env-file.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
-import { EmbeddedDatabaseInUse } from '../db/embedded-lock.ts'
+import { EmbeddedDatabaseInUse, ownerState, readOwner } from '../db/embedded-lock.ts'
+import { commandSocketPath } from '../db/embedded.ts'
 
 // A user's mistake ends a CLI with one line on stderr and a non-zero exit, never a stack trace.
 export class CliError extends Error {
@@ -22,6 +26,10 @@ export interface CommandSpec {
   help: string
   // The names of the required positional arguments, in order (as in the synopsis); none by default.
   positionals?: string[]
+  // The command's name in scripts/commands.ts, and whether (given its options) it opens the database:
+  // such a command, run while `npm start` owns the embedded database, runs inside that server.
+  name?: string
+  opensDatabase?: (values: Record<string, unknown>) => boolean
 }
 
 // The settings section of the --help of every command that opens the database.
@@ -87,6 +95,10 @@ export async function runCommand<T extends ParseArgsConfig> (command: Command<T>
     const env = { ...io.env }
     loadEnvFile(resolve(io.cwd, '.env'), env, io.cwd)
     delete (parsed.values as { help?: boolean }).help
+    // Beside a running server that owns the embedded database, the command runs inside that server
+    // (through its command socket), where the database is, and what it changes is served at once.
+    const socket = spec.name && spec.opensDatabase?.(parsed.values) && !sharedDatabase.getStore() ? serverCommandSocket(env, io.cwd) : null
+    if (socket) return await runInServer(socket, spec.name!, args, io)
     await command.run({ values: parsed.values as ReturnType<typeof parseArgs<T>>['values'], positionals }, { ...io, env })
     return 0
   } catch (err) {
@@ -113,7 +125,17 @@ export async function runAsProgram<T extends ParseArgsConfig> (command: Command<
   if (code !== 0) process.exit(code)
 }
 
+// The database of the server a command runs inside (see runInServer): commands use it as their own.
+const sharedDatabase = new AsyncLocalStorage<DatabaseHandle>()
+
+/** Runs fn with `handle` as the database every openMigratedDatabase() call inside it answers (not closed by them). */
+export function withDatabase<T> (handle: DatabaseHandle, fn: () => Promise<T>): Promise<T> {
+  return sharedDatabase.run(handle, fn)
+}
+
 export async function openMigratedDatabase (config: Config): Promise<DatabaseHandle> {
+  const shared = sharedDatabase.getStore()
+  if (shared) return { ...shared, close: async () => {} }
   const where = config.DATABASE_URL ? 'the database at DATABASE_URL' : `the embedded database in ${config.PGLITE_DIR}`
   const cannotOpen = (err: unknown) => new CliError(`cannot open ${where}: ${err instanceof Error ? err.message : String(err)}`)
   let handle: DatabaseHandle
@@ -138,4 +160,53 @@ export async function openMigratedDatabase (config: Config): Promise<DatabaseHan
     throw cannotOpen(err)
   }
   return handle
+}
+
+/**
+ * The command socket of the server that owns the embedded database these settings name, if one is
+ * running there (no DATABASE_URL, a directory and not memory://, its owner a live server).
+ */
+function serverCommandSocket (env: Record<string, string | undefined>, cwd: string): string | null {
+  if (env.DATABASE_URL) return null
+  const dir = env.PGLITE_DIR || './data/pglite'
+  if (dir.startsWith('memory://')) return null
+  const absolute = resolve(cwd, dir)
+  const owner = readOwner(absolute)
+  if (!owner || owner.owner !== 'the server' || ownerState(owner) !== 'alive') return null
+  const socket = commandSocketPath(absolute)
+  return existsSync(socket) ? socket : null
+}
+
+/**
+ * Runs the command inside the server listening on `socket`: its output is streamed back as it is
+ * written (one JSON line per write: {"stdout": …}, {"stderr": …}, then {"exit": code}).
+ */
+function runInServer (socket: string, name: string, args: string[], io: CommandIo): Promise<number> {
+  return new Promise((resolve) => {
+    const body = JSON.stringify({ args, cwd: io.cwd, isTTY: Boolean(io.stderr.isTTY) })
+    const req = request({ socketPath: socket, method: 'POST', path: `/commands/${encodeURIComponent(name)}`, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let pending = ''
+      let code = 1
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => {
+        pending += chunk
+        let end: number
+        while ((end = pending.indexOf('\n')) >= 0) {
+          const line = JSON.parse(pending.slice(0, end)) as { stdout?: string; stderr?: string; exit?: number; error?: string; message?: string }
+          pending = pending.slice(end + 1)
+          if (line.stdout !== undefined) io.stdout.write(line.stdout)
+          if (line.stderr !== undefined) io.stderr.write(line.stderr)
+          if (line.exit !== undefined) code = line.exit
+          if (line.message !== undefined) io.stderr.write(`error: the server refused the command: ${line.message}\n`)
+        }
+      })
+      res.on('end', () => resolve(code))
+      res.on('error', () => resolve(1))
+    })
+    req.on('error', (err) => {
+      io.stderr.write(`error: cannot reach the server that owns the embedded database (${err.message}); stop it and run the command again\n`)
+      resolve(1)
+    })
+    req.end(body)
+  })
 }

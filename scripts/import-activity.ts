@@ -2,11 +2,14 @@ import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } from './cli.ts'
 import { loadConfig } from '../lib/config.ts'
+import { resolve } from 'node:path'
 import type { ActivityEvent } from '../lib/activity/event.ts'
 import { readActivityLines } from '../lib/activity/ndjson.ts'
 import { loadActivity, LoadAborted } from '../db/activity-load.ts'
 
 export const command = defineCommand({
+  name: 'import-activity',
+  opensDatabase: () => true,
   usage: 'npm run import:activity -- <file.ndjson> [--skip-invalid]',
   positionals: ['<file.ndjson>'],
   help: `
@@ -21,7 +24,7 @@ options:
 
 ${DATABASE_SETTINGS}`
 }, { options: { 'skip-invalid': { type: 'boolean', default: false } } }, async ({ positionals, values }, io) => {
-  const file = positionals[0]!
+  const file = resolve(io.cwd, positionals[0]!)
   const info = await stat(file).catch(() => null)
   if (!info?.isFile()) throw new CliError(`file not found: ${file}`)
   const skipInvalid = values['skip-invalid']

@@ -1,5 +1,6 @@
 import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram, type CommandIo } from './cli.ts'
 import { loadConfig } from '../lib/config.ts'
+import { isAbsolute, resolve } from 'node:path'
 import { ByteProgress } from './progress.ts'
 import { openKmlSource, KmlSourceError } from '../lib/kml/source.ts'
 import { KmlError } from '../lib/kml/reader.ts'
@@ -9,6 +10,8 @@ import { importPlacemarks } from '../db/placemark-import.ts'
 import type { DatabaseHandle } from '../db/index.ts'
 
 export const command = defineCommand({
+  name: 'import',
+  opensDatabase: (values) => !values['dry-run'],
   usage: 'npm run import -- <file.kml|file.kmz> [--timezone <IANA zone>] [--dry-run]',
   positionals: ['<file.kml|file.kmz>'],
   help: `
@@ -45,10 +48,13 @@ async function importFile (file: string, timeZone: string, dryRun: boolean, io: 
   if (!isValidTimeZone(timeZone)) throw new CliError(`unknown timezone "${timeZone}" (use an IANA name such as America/Los_Angeles)`, 2)
 
   let source
+  // Relative to where the command was run (which, run inside a server, is not the server's directory);
+  // messages name the file as it was given.
+  const path = isAbsolute(file) ? file : resolve(io.cwd, file)
   try {
-    source = await openKmlSource(file)
+    source = await openKmlSource(path)
   } catch (err) {
-    if (err instanceof KmlSourceError) throw new CliError(err.message)
+    if (err instanceof KmlSourceError) throw new CliError(err.message.replaceAll(path, file))
     throw err
   }
   let handle: DatabaseHandle | null = null

@@ -2,6 +2,8 @@ import { defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } 
 import { loadConfig } from '../lib/config.ts'
 
 export const command = defineCommand({
+  name: 'migrate',
+  opensDatabase: () => true,
   usage: 'npm run migrate',
   help: `
 Brings the database up to the latest schema (the server does the same when it starts).

@@ -7,6 +7,8 @@ import { SYNTHETIC_DAYS, SYNTHETIC_END, syntheticActivity } from '../lib/activit
 const usage = 'npm run seed:activity -- [--guilds N] [--users N] [--events N] [--seed S] [--now] [--replace | --append]'
 
 export const command = defineCommand({
+  name: 'seed-activity',
+  opensDatabase: () => true,
   usage,
   help: `
 Seeds synthetic guild activity: events spread over the ${SYNTHETIC_DAYS} days before a fixed instant

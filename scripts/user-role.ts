@@ -5,6 +5,8 @@ import { setRole } from '../db/auth.ts'
 const usage = 'npm run user:role -- <providerId> ADMIN|USER'
 
 export const command = defineCommand({
+  name: 'user-role',
+  opensDatabase: () => true,
   usage,
   positionals: ['<providerId>', 'ADMIN|USER'],
   help: `

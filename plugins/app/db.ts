@@ -11,6 +11,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     db: Kysely<Database>
     dbHandle: DatabaseHandle
+    // This server opened the embedded database itself (its directory's owner), rather than being given a handle.
+    ownsEmbeddedDatabase: boolean
   }
 }
 
@@ -80,4 +82,5 @@ export default fp(async function db (app: FastifyInstance, opts: DbPluginOptions
   const handle = await beforePluginTimeout(app, prepare(), () => `${what} was not ready within ${seconds} s: ${step} it took too long (a slow or busy disk?)`)
   app.decorate('db', handle.db)
   app.decorate('dbHandle', handle)
+  app.decorate('ownsEmbeddedDatabase', !opts.handle && handle.kind === 'pglite')
 }, { name: 'db', dependencies: ['config'] })

@@ -33,7 +33,7 @@ interface Server { child: ChildProcess; pid: number; base: string; output(): str
 // A server as `npm start` runs it, answering once /api/v1/stats does (the database opened, migrated, seeded).
 async function startServer (t: Test, dir: string): Promise<Server> {
   const port = await freePort()
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], { cwd: projectRoot, env: { ...process.env, ...embeddedEnv(dir, { PORT: String(port) }) }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], { cwd: projectRoot, env: { ...process.env, ...embeddedEnv(dir, { PORT: String(port), LOG_LEVEL: 'info' }) }, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout!.on('data', (d) => { output += d })
   child.stderr!.on('data', (d) => { output += d })
@@ -95,19 +95,23 @@ t.test('one owner of the embedded database, with real processes', async (t) => {
   t.equal((await stats(first)).total_placemarks, 57, 'the first start created and seeded the directory')
   t.match(readOwner(dir), { pid: first.pid, owner: 'the server', host: hostname() }, 'the lock names the server')
 
-  await t.test('a second server and the commands refuse at once, touching nothing', async (t) => {
+  await t.test('a second server is refused at once; the commands run inside the running server, served at once', async (t) => {
     const before = snapshot(dir)
     const env = embeddedEnv(dir, { PORT: String(await freePort()) })
-    const [server, imported, migrated] = await Promise.all([
-      spawnScript('server.ts', [], env),
-      spawnScript('scripts/import.ts', ['test/fixtures/small.kml'], env),
-      spawnScript('scripts/migrate.ts', [], env)
-    ])
+    const server = await spawnScript('server.ts', [], env)
     oneLine(t, server, `error: the server could not start: ${inUse(dir, first.pid)}`, 'a second server')
-    oneLine(t, imported, `error: ${inUse(dir, first.pid)}`, 'npm run import')
-    oneLine(t, migrated, `error: ${inUse(dir, first.pid)}`, 'npm run migrate')
-    t.same(snapshot(dir), before, 'no file of the directory was written, the lock included')
-    t.equal((await stats(first)).total_placemarks, 57, 'the owner serves on, its data unchanged')
+    t.same(snapshot(dir).filter((l) => !l.startsWith('/ ')), before.filter((l) => !l.startsWith('/ ')), 'the refused server wrote no file of the directory, the lock included')
+
+    const imported = await spawnScript('scripts/import.ts', ['test/fixtures/small.kml'], env)
+    t.equal(imported.code, 0, `npm run import beside the server lands (${imported.stderr.trim().split('\n').pop()})`)
+    t.match(imported.stdout, /imported small\.kml as dataset version 2/)
+    t.match(imported.stdout, /placemarks: 7 /)
+    t.equal((await stats(first)).total_placemarks, 7, 'and the server serves it at once')
+    const migrated = await spawnScript('scripts/migrate.ts', [], env)
+    t.same([migrated.code, migrated.stderr.trim()], [0, 'database migrated (pglite)'], 'npm run migrate beside the server')
+    const wrong = await spawnScript('scripts/import.ts', ['test/fixtures/nope.kml'], env)
+    t.same([wrong.code, wrong.stderr.trim()], [1, 'error: file not found: test/fixtures/nope.kml'], 'a failure is the command\'s own line and code')
+    t.match(first.output(), /running a command sent by a process beside the server/, 'the server logs what it ran')
   })
 
   await t.test('killed outright, the owner leaves a stale lock that the next start takes over', async (t) => {
@@ -115,7 +119,7 @@ t.test('one owner of the embedded database, with real processes', async (t) => {
     await first.exited
     t.equal(readOwner(dir)?.pid, first.pid, 'the lock of the killed server is still there')
     const next = await startServer(t, dir)
-    t.equal((await stats(next)).total_placemarks, 57, 'the data survived the kill')
+    t.equal((await stats(next)).total_placemarks, 7, 'the data survived the kill')
     t.equal(readOwner(dir)?.pid, next.pid, 'the lock now names the new server')
     t.match(next.output(), new RegExp(`took over the embedded database in .*: its previous owner \\(pid ${first.pid}\\) is no longer running`), 'the takeover is logged')
     next.child.kill('SIGTERM')
