@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import app, { serverOptions } from './app.ts'
 import { ConfigError, loadConfig } from './lib/config.ts'
 import { EnvFileError, loadEnvFile } from './lib/env-file.ts'
+import { keepDevelopmentSecrets } from './lib/dev-secrets.ts'
 import { browserUrl, startupMessage } from './lib/logger.ts'
 
 async function main (): Promise<void> {
@@ -20,9 +21,13 @@ async function main (): Promise<void> {
     }
     throw err
   }
+  // Development keeps its generated signing secrets in ./data, so a restart signs no one out.
+  const kept = keepDevelopmentSecrets(config)
+  config = kept.config
   const server = Fastify(serverOptions(config)).withTypeProvider<TypeBoxTypeProvider>()
   // fastify-plugin: the app's decorators stay visible on the server (graceful shutdown, plugins added here).
   await server.register(fp(app, { name: 'app' }), { config })
+  if (kept.file) server.log.info(`JWT_SECRET / JWT_REFRESH_SECRET not set: development secrets kept in ${kept.file} (tokens survive a restart)`)
   // One shutdown: close-with-grace turns SIGTERM, SIGINT and a crash into server.close() (which stops new
   // connections, lets answers in progress finish and drain: plugins/app/connections.ts), and exits when
   // it is done, or after SHUTDOWN_GRACE_MS and a little more if something still holds on.

@@ -1,4 +1,7 @@
 import t from 'tap'
+import { existsSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { keepDevelopmentSecrets } from '../../lib/dev-secrets.ts'
 import { buildApp, freePort, openTestDatabase, testConfig } from '../helper.ts'
 
 t.test('the development identity provider signs a person in over real HTTP', async (t) => {
@@ -34,4 +37,43 @@ t.test('the development identity provider signs a person in over real HTTP', asy
   t.equal(reused.status, 401, 'a code works once')
   const bad = await fetch(`${base}/dev/idp/authorize?client_id=evil&redirect_uri=https://evil.example&response_type=code`)
   t.equal(bad.status, 400, 'unknown clients are refused')
+})
+
+t.test('development secrets are generated once and kept: a restart signs no one out', async (t) => {
+  const dir = t.testdir({})
+  const file = join(dir, 'data', 'dev-secrets.json')
+  const unset = { JWT_SECRET: undefined, JWT_REFRESH_SECRET: undefined }
+  const first = keepDevelopmentSecrets(testConfig(unset), file)
+  t.equal(first.file, file)
+  t.ok(first.config.JWT_SECRET && first.config.JWT_REFRESH_SECRET && first.config.JWT_SECRET !== first.config.JWT_REFRESH_SECRET)
+  t.equal(statSync(file).mode & 0o777, 0o600, 'readable by this user only')
+  const again = keepDevelopmentSecrets(testConfig(unset), file)
+  t.same([again.config.JWT_SECRET, again.config.JWT_REFRESH_SECRET], [first.config.JWT_SECRET, first.config.JWT_REFRESH_SECRET], 'the next start reads the same secrets')
+  t.equal(keepDevelopmentSecrets(testConfig({ ...unset, PGLITE_DIR: 'memory://' }), join(dir, 'other.json')).file, null, 'an in-memory database keeps nothing, secrets neither')
+  t.equal(keepDevelopmentSecrets(testConfig(), join(dir, 'other.json')).file, null, 'secrets that are set are used as they are')
+  t.notOk(existsSync(join(dir, 'other.json')))
+  writeFileSync(file, '{"JWT_SECRET": "short"}')
+  t.not(keepDevelopmentSecrets(testConfig(unset), file).config.JWT_SECRET, 'short', 'a damaged file is replaced')
+
+  // Two servers one after the other on the same database and the kept secrets: a person signed in on the
+  // first is still signed in on the second.
+  const handle = await openTestDatabase(t)
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const start = async () => {
+    const app = await buildApp({ config: keepDevelopmentSecrets(testConfig({ ...unset, PORT: port, PUBLIC_URL: base }), file).config, db: handle, logger: false })
+    await app.listen({ port, host: '127.0.0.1' })
+    return app
+  }
+  const one = await start()
+  const login = await fetch(`${base}/api/auth/identity/login`, { redirect: 'manual' })
+  const page = await (await fetch(login.headers.get('location')!)).text()
+  const callback = new URL(/href="([^"]*code=[^"]*)"/.exec(page)![1].replace(/&#38;/g, '&'))
+  const signIn = await fetch(`${base}/api/auth/identity?${callback.searchParams}`, { headers: { cookie: (login.headers.get('set-cookie') ?? '').split(';')[0] } })
+  const { accessToken } = await signIn.json() as { accessToken: string }
+  await one.close()
+  const two = await start()
+  t.teardown(() => two.close())
+  const me = await fetch(`${base}/api/auth/me`, { headers: { authorization: `Bearer ${accessToken}` } })
+  t.equal(me.status, 200, 'the access token from before the restart is accepted after it')
 })
