@@ -73,8 +73,8 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
 
 /**
  * The whole service as one Fastify plugin: the configuration, the third-party plugins with their
- * options (plugins/external), the app's own decorators (plugins/app), then the routes, whose folders
- * carry their policy in autohooks.ts files.
+ * options (plugins/external), the app's own decorators (plugins/app), then the routes, which declare
+ * what they need in their route config (datasetCache, geojson, allowRevokedSession) and OpenAPI security.
  */
 export default async function app (fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(configPlugin, { config: opts.config })

@@ -7,6 +7,7 @@ import { LRUCache } from 'lru-cache'
 import { Negotiator } from '@fastify/accept-negotiator'
 import { datasetVersion } from '../../db/placemarks.ts'
 import { addVary } from '../../lib/vary.ts'
+import { etagHeaders, notModified as notModifiedAnswer } from '../../schemas/common.ts'
 
 /** One kept answer: its bytes as sent, plain and (when worth it) gzipped, with its ETag and content type. */
 interface CachedAnswer {
@@ -28,6 +29,10 @@ interface Computation {
 }
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    // The route's answers depend on the dataset and the validated request alone: kept until the next import.
+    datasetCache?: boolean
+  }
   interface FastifyInstance {
     datasetVersion: { current(): number; refresh(): Promise<number>; onChange(listener: (version: number) => void): void }
     datasetCache: {
@@ -184,5 +189,17 @@ export default fp(async function datasetCache (app: FastifyInstance) {
     get size () {
       return cache.size
     }
+  })
+  // A GET route declaring `config.datasetCache` is cached; unknown query parameters are refused there (400),
+  // since each would otherwise make another URL of the same answer, and its document gets the ETag and 304.
+  app.addHook('onRoute', (route: RouteOptions) => {
+    if (route.config?.datasetCache !== true) return
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (!methods.includes('GET') && !methods.includes('HEAD')) return
+    const schema = (route.schema ??= {}) as { querystring?: { type?: string, properties?: object, additionalProperties?: unknown }, response?: Record<string, unknown> }
+    schema.querystring = { type: 'object', properties: {}, ...schema.querystring, additionalProperties: schema.querystring?.additionalProperties ?? false }
+    app.datasetCache.cacheRoute(route)
+    const ok = schema.response?.['200'] as { headers?: object } | undefined
+    if (ok !== undefined) schema.response = { ...schema.response, 200: { ...ok, headers: { ...ok.headers, ...etagHeaders } }, 304: notModifiedAnswer }
   })
 }, { name: 'dataset-cache', dependencies: ['config', 'db', 'metrics', 'changes', 'geojson'] })

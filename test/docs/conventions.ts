@@ -125,7 +125,7 @@ export function routeCollector (): { routes: RegisteredRoute[]; onRoute: (route:
       const config = route.config as { datasetCache?: boolean } | undefined
       for (const method of [route.method].flat()) {
         if (method === 'HEAD') continue
-        routes.push({ method, url: route.url, cached: method === 'GET' && route.url.startsWith('/api/v1/') && config?.datasetCache !== false })
+        routes.push({ method, url: route.url, cached: method === 'GET' && config?.datasetCache === true })
       }
     }
   }

@@ -54,7 +54,7 @@ t.test('concurrent misses of one URL share one computation', async (t) => {
   let release!: () => void
   let gate = new Promise<void>((resolve) => { release = resolve })
   let fail = false
-  // A dataset route of the test's own, cached as routes/api/v1/autohooks.ts caches the real ones.
+  // A dataset route of the test's own, cached as the dataset-cache plugin caches the real ones.
   await app.register(async (scoped) => {
     scoped.addHook('onRoute', (route) => app.datasetCache.cacheRoute(route))
     scoped.get('/test/shared', async () => {

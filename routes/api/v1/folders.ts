@@ -5,6 +5,7 @@ import { folderNames } from '../../../db/placemarks.ts'
 
 const folders: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/folders', {
+    config: { datasetCache: true },
     schema: {
       tags: ['Placemarks'],
       operationId: 'listFolders',

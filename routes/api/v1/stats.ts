@@ -5,6 +5,7 @@ import { datasetStats } from '../../../db/placemarks.ts'
 
 const stats: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/stats', {
+    config: { datasetCache: true },
     schema: {
       tags: ['Placemarks'],
       operationId: 'getStats',

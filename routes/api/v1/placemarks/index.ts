@@ -8,7 +8,7 @@ import { PlacemarkDetailFeature, PlacemarkListCollection } from '../../../../sch
 
 const placemarks: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/', {
-    config: { geojson: PlacemarkListCollection },
+    config: { datasetCache: true, geojson: PlacemarkListCollection },
     schema: {
       tags: ['Placemarks'],
       operationId: 'listPlacemarks',
@@ -30,7 +30,7 @@ const placemarks: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.get('/:id', {
-    config: { geojson: PlacemarkDetailFeature },
+    config: { datasetCache: true, geojson: PlacemarkDetailFeature },
     schema: {
       tags: ['Placemarks'],
       operationId: 'getPlacemark',

@@ -8,7 +8,7 @@ import { HttpError } from '../../../../lib/errors.ts'
 const spatial: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/bbox', {
     // Answered from the in-memory box index; random boxes would only fill the answer cache.
-    config: { datasetCache: false, geojson: BboxCollection },
+    config: { geojson: BboxCollection },
     schema: {
       tags: ['Placemarks'],
       operationId: 'listPlacemarksInBbox',

@@ -14,7 +14,7 @@ const timeline: FastifyPluginAsyncTypebox = async (app) => {
   const timelineFeatures = async () => (await timelineEventsWithGeometry(app.db)).map(({ event, geometry }) => featureText(event.placemark_id, geometry, event))
 
   app.get('/events', {
-    config: { geojson: TimelineEventsCollection },
+    config: { datasetCache: true, geojson: TimelineEventsCollection },
     schema: {
       tags: ['Placemarks'],
       operationId: 'listTimelineEvents',
@@ -28,7 +28,7 @@ const timeline: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.get('/', {
-    config: { geojson: TimelineCollection },
+    config: { datasetCache: true, geojson: TimelineCollection },
     schema: {
       tags: ['Placemarks'],
       operationId: 'getTimeline',
