@@ -81,5 +81,6 @@ export default async function app (fastify: FastifyInstance, opts: AppOptions): 
   await fastify.register(requestIdPlugin)
   await fastify.register(autoload, { dir: join(root, 'plugins/external'), forceESM: true })
   await fastify.register(autoload, { dir: join(root, 'plugins/app'), forceESM: true, options: { handle: opts.db } })
-  await fastify.register(autoload, { dir: join(root, 'routes'), forceESM: true, autoHooks: true, cascadeHooks: true })
+  // A folder named in parentheses groups routes under a scope of their own without adding to the URL.
+  await fastify.register(autoload, { dir: join(root, 'routes'), forceESM: true, autoHooks: true, cascadeHooks: true, dirNameRoutePrefix: (_parent: string, name: string) => (name.startsWith('(') ? false : name) })
 }

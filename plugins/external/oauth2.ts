@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { STATE_COOKIE } from '../../lib/auth/cookies.ts'
 import { errors } from '../../schemas/common.ts'
 
-// Registered by the sign-in routes' scope (routes/api/auth), where its start route gets the /api/auth prefix.
+// Registered by the sign-in routes' scope (routes/api/auth/(signin)/autohooks.ts), with the start route's full path.
 export const autoload = false
 
 declare module 'fastify' {
@@ -20,13 +20,13 @@ const hostAndPath = (url: string) => {
 }
 
 /**
- * The authorization-code flow with the identity provider: `GET /identity/login` sends a browser to the
+ * The authorization-code flow with the identity provider: `GET /api/auth/identity/login` sends a browser to the
  * authorize URL with a random state and a PKCE S256 challenge, both kept in signed httpOnly cookies, and
  * `identityOAuth2.getAccessTokenFromAuthorizationCodeFlow` trades the code (with the verifier) for the
  * provider's token. When the state cookie is present the returned state must match it; a client that
  * ran the redirect itself sends no cookie, and the seed's state stays optional for it.
  */
-export default fp(async function oauth2Plugin (app: FastifyInstance) {
+export default fp(async function oauth2Plugin (app: FastifyInstance, opts: { loginPath: string }) {
   const idp = app.identityProvider
   const authorize = hostAndPath(idp.authorizeUrl)
   const token = hostAndPath(idp.tokenUrl)
@@ -41,7 +41,7 @@ export default fp(async function oauth2Plugin (app: FastifyInstance) {
       options: { authorizationMethod: 'body' },
       http: { json: true, timeout: idp.timeoutMs, redirects: 0 }
     },
-    startRedirectPath: '/identity/login',
+    startRedirectPath: opts.loginPath,
     schema: {
       tags: ['Auth'],
       operationId: 'startSignIn',

@@ -1,0 +1,52 @@
+import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { answer, errors, fail } from '../../../schemas/common.ts'
+import { SessionParams, SessionsResponse } from '../../../schemas/auth.ts'
+import { HttpError } from '../../../lib/errors.ts'
+import { liveSessions } from '../../../db/auth.ts'
+import { bearer } from './shared.ts'
+
+const sessions: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/sessions', {
+    schema: {
+      tags: ['Auth'],
+      operationId: 'listSessions',
+      summary: 'The caller\'s live sessions',
+      description: 'Sessions that are neither revoked nor expired, newest first; `current` marks the one making this request.',
+      security: bearer,
+      response: { 200: answer(SessionsResponse, 'The caller\'s live sessions, newest first'), ...errors(401, 429, 503) }
+    }
+  }, async (request) => {
+    const rows = await liveSessions(app.db, request.auth!.userId)
+    return {
+      sessions: rows.map((s) => ({
+        id: s.id,
+        createdAt: s.created_at.toISOString(),
+        lastUsedAt: s.last_used_at.toISOString(),
+        expiresAt: s.expires_at.toISOString(),
+        userAgent: s.user_agent,
+        ip: s.ip,
+        current: s.id === request.auth!.sessionId
+      }))
+    }
+  })
+
+  app.delete('/sessions/:id', {
+    schema: {
+      tags: ['Auth'],
+      operationId: 'revokeSession',
+      summary: 'Revoke one of the caller\'s sessions',
+      description: 'Its access tokens stop working at once and its refresh token is refused. A session that is not the caller\'s, or does not exist, answers 404.',
+      security: bearer,
+      params: SessionParams,
+      response: {
+        204: Type.Null({ description: 'Revoked (or already revoked); no body' }),
+        ...errors(401, fail(404, 'The caller has no session with this id', 'Session not found'), 429, 503)
+      }
+    }
+  }, async (request, reply) => {
+    if (!await app.signin.revoke(request.auth!.userId, request.params.id, 'revoked by user')) throw new HttpError(404, 'Session not found')
+    return reply.code(204).send(null)
+  })
+}
+
+export default sessions
