@@ -294,6 +294,46 @@ t.test('failed sign-ins block the IP; a burst gets one first block; a success ta
   t.equal((await signIn(app, 'good', unlucky)).res.statusCode, 200, 'provider failures are not held against the address')
 })
 
+t.test('addresses rotated inside one IPv6 /64 earn the block together, in memory and in Redis', async (t) => {
+  const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+  const redis = new Redis(redisUrl)
+  t.teardown(() => redis.quit())
+  const random = () => Math.floor(Math.random() * 0xfff0 + 1).toString(16)
+  for (const store of ['memory', 'redis'] as const) {
+    const { app } = await setup(t, 'postgres', { SIGNIN_MAX_FAILURES: 3, SIGNIN_BLOCK_SECONDS: 60, ...(store === 'redis' ? { REDIS_URL: redisUrl } : {}) })
+    const net = `2001:db8:${random()}:${random()}`
+    // Three failures, each from a new address of the same /64 (written three ways).
+    for (const ip of [`${net}::1`, `${net}:0:0:0:2`, `${net}:abcd:ef01:2345:6789`]) {
+      t.equal((await signIn(app, 'bad', ip)).res.statusCode, 401, `${store}: ${ip} refused by the provider`)
+    }
+    const blocked = await signIn(app, 'good', `${net}:ffff::7`)
+    t.equal(blocked.res.statusCode, 429, `${store}: a fourth address of the /64 is blocked`)
+    t.ok(Number(blocked.res.headers['retry-after']) > 50, `${store}: for the first block's length`)
+    t.equal((await signIn(app, 'good', `2001:db8:${random()}:${random()}::1`)).res.statusCode, 200, `${store}: another /64 signs in`)
+    if (store === 'redis') {
+      const group = new URL(`http://[${net}::]/`).hostname.slice(1, -1)
+      t.equal(await redis.exists(`signin:${group}`), 1, `one Redis key for the /64 (signin:${group})`)
+      t.equal(await redis.exists(`signin:${net}::1`), 0, 'none for the single address')
+    }
+    // An IPv4 address mapped into IPv6 is the IPv4 address.
+    const v4 = `192.0.2.${Math.floor(Math.random() * 200) + 50}`
+    for (let i = 0; i < 3; i++) t.equal((await signIn(app, 'bad', i % 2 ? v4 : `::ffff:${v4}`)).res.statusCode, 401)
+    t.equal((await signIn(app, 'good', v4)).res.statusCode, 429, `${store}: ::ffff:${v4} and ${v4} are one client`)
+  }
+})
+
+t.test('the in-process guard stays within its size, makes room in batches, and keeps blocks longest', async (t) => {
+  const settings = { maxFailures: 1, windowMs: 60_000, blockMs: 60_000, maxBlockMs: 60_000, blockMemoryMs: 60_000 }
+  const guard = new MemorySigninGuard(settings, 1000)
+  t.equal(await guard.begin('192.0.2.1'), 0)
+  t.ok(await guard.begin('192.0.2.1') > 0, 'blocked')
+  for (let i = 0; i < 5000; i++) await guard.begin(`10.0.${i >> 8}.${i & 255}`)
+  t.ok(guard.size <= 1000, `at most its size (${guard.size})`)
+  t.ok(guard.size >= 900, `room made a tenth at a time, not one entry per new address (${guard.size})`)
+  t.ok(await guard.begin('192.0.2.1') > 0, 'the blocked address is still blocked after 5,000 others')
+  t.equal(await guard.begin('10.0.0.0'), 0, 'the least recently seen were forgotten')
+})
+
 t.test('later blocks double up to the documented maximum, in memory and in Redis', async (t) => {
   const settings = { maxFailures: 2, windowMs: 60_000, blockMs: 100, maxBlockMs: 350, blockMemoryMs: 60_000 }
   const redis = new Redis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379')
