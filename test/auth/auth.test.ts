@@ -294,6 +294,30 @@ t.test('failed sign-ins block the IP; a burst gets one first block; a success ta
   t.equal((await signIn(app, 'good', unlucky)).res.statusCode, 200, 'provider failures are not held against the address')
 })
 
+t.test('every answer carrying tokens or the user\'s data is kept by no cache (RFC 6749 §5.1)', async (t) => {
+  const { app } = await setup(t, 'postgres', { AUTH_RATE_LIMIT_MAX: 11 })
+  const noStore = (label: string, res: { statusCode: number, headers: Record<string, unknown> }, status: number) => {
+    t.equal(res.statusCode, status, `${label}: ${status}`)
+    t.same([res.headers['cache-control'], res.headers.pragma], ['no-store', 'no-cache'], `${label}: Cache-Control no-store, Pragma no-cache`)
+  }
+  const { res, body } = await signIn(app)
+  noStore('sign-in', res, 200)
+  noStore('sign-in refused', (await signIn(app, 'bad')).res, 401)
+  const refreshed = await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: body.refreshToken } })
+  noStore('refresh', refreshed, 200)
+  noStore('refresh by cookie', await app.inject({ method: 'POST', url: '/api/auth/refresh', cookies: { refresh_token: refreshed.json().refreshToken } }), 200)
+  noStore('refresh refused', await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: body.refreshToken } }), 401)
+  const second = (await signIn(app)).body
+  noStore('me', await app.inject({ url: '/api/auth/me', headers: bearer(second.accessToken) }), 200)
+  noStore('sessions', await app.inject({ url: '/api/auth/sessions', headers: bearer(second.accessToken) }), 200)
+  noStore('me without a token', await app.inject({ url: '/api/auth/me' }), 401)
+  noStore('logout', await app.inject({ method: 'POST', url: '/api/auth/logout', headers: bearer(second.accessToken) }), 204)
+  noStore('sign-in start', await app.inject({ url: '/api/auth/identity/login', headers: { host: new URL(app.config.PUBLIC_URL).host } }), 302)
+  // Eleven requests so far: the twelfth is over the group's budget.
+  noStore('the auth rate limit', await app.inject({ url: '/api/auth/me' }), 429)
+  t.not((await app.inject('/api/v1/folders')).headers['cache-control'], 'no-store', 'other answers keep their own caching')
+})
+
 t.test('addresses rotated inside one IPv6 /64 earn the block together, in memory and in Redis', async (t) => {
   const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
   const redis = new Redis(redisUrl)

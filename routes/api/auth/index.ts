@@ -12,8 +12,11 @@ import { REFRESH_COOKIE } from '../../../lib/auth/cookies.ts'
 
 const bearer = [{ bearerAuth: [] }]
 
-// The refresh token's cookie, as sign-in and refresh set it (Secure in production).
-const refreshCookie: Headers = {
+// The headers of an answer carrying tokens: kept by no cache (RFC 6749 §5.1), and the refresh token's
+// cookie, as sign-in and refresh set it (Secure in production).
+const tokenHeaders: Headers = {
+  'cache-control': { type: 'string', description: 'Always `no-store` (every answer under /api/auth): no cache may keep the tokens (RFC 6749 §5.1)', example: 'no-store' },
+  pragma: { type: 'string', description: 'Always `no-cache`, for HTTP/1.0 caches', example: 'no-cache' },
   'set-cookie': {
     type: 'string',
     description: 'The new refresh token as the httpOnly `refresh_token` cookie: Path=/api/auth, SameSite=Strict, Max-Age the refresh lifetime, Secure in production',
@@ -80,7 +83,7 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
           `A refused code is 401, a provider that fails or cannot be reached is 502, a grant without the identify and guilds scopes is 403. After ${config.SIGNIN_MAX_FAILURES} failed sign-ins within 15 minutes the client IP (an IPv6 client's /64) is blocked (429 with retry-after) for ${config.SIGNIN_BLOCK_SECONDS} s; each later block of the same IP within a day doubles, up to ${config.SIGNIN_MAX_BLOCK_SECONDS} s. Attempts are counted before the provider is called, so a burst of concurrent attempts gets one first block; a success takes back only its own attempt.`,
         querystring: IdentityQuery,
         response: {
-          200: answer(SignInResponse, 'Signed in: the tokens and the user', refreshCookie),
+          200: answer(SignInResponse, 'Signed in: the tokens and the user', tokenHeaders),
           ...errors(
             fail(400, 'The code is missing or too long, or the state is too long', 'querystring must have required property \'code\''),
             fail(401, 'The provider refused the code, or the state does not match the sign-in started here', 'Invalid authorization code', 'Invalid state'),
@@ -140,7 +143,7 @@ const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Each refresh token works once: presenting one that was already rotated revokes its whole session (it was copied). Expired, forged or revoked tokens answer 401 "Invalid refresh token".',
         body: RefreshBody,
         response: {
-          200: answer(TokenPair, 'A new access token and a new refresh token', refreshCookie),
+          200: answer(TokenPair, 'A new access token and a new refresh token', tokenHeaders),
           ...errors(
             fail(400, 'The body is not JSON, or refreshToken is empty or too long', 'body/refreshToken must NOT have fewer than 1 characters'),
             fail(401, 'The refresh token is missing, expired, forged, revoked or already used', 'Invalid refresh token'),
