@@ -187,6 +187,14 @@ t.test('the provider is not trusted blindly', async (t) => {
   const head = await app.inject({ method: 'HEAD', url: '/api/auth/identity?code=ok' })
   t.equal(head.statusCode, 404, 'HEAD is not a sign-in')
   t.equal(idp.requests.length, before, 'the provider was not called')
+
+  // The token answer is read up to 1 MB, like the user and guild answers: reading stops there.
+  idp.tokenPadding = 64 * 1024 * 1024
+  t.same(await answer(), [502, 'Identity provider unavailable'], 'a 64 MiB token answer is a 502, as a token answer that is not JSON')
+  t.ok(idp.tokenBytesWritten < 16 * 1024 * 1024, `the provider got to send ${(idp.tokenBytesWritten / 1048576).toFixed(1)} MiB of 64 before the connection closed`)
+  idp.tokenPadding = 900 * 1024
+  t.equal((await answer())[0], 200, 'a token answer just under 1 MB signs in')
+  idp.tokenPadding = 0
 })
 
 t.test('the browser sign-in starts on the PUBLIC_URL origin', async (t) => {
