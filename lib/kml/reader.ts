@@ -58,6 +58,9 @@ export interface KmlLimits {
   // 2,704 bytes; 800 characters are at most 2,400 bytes of UTF-8 whatever the characters.
   maxFolderNameChars: number
   maxStyleIdChars: number
+  // The names of a folder and of the folders around it, together: the folder path every placemark inside
+  // it stores (and answers) once more.
+  maxFolderPathChars: number
   // All the text one placemark holds.
   maxPlacemarkChars: number
   // All the text one shared style holds.
@@ -74,6 +77,7 @@ export const KML_LIMITS: Readonly<KmlLimits> = Object.freeze({
   maxTextChars: 1 * MiB,
   maxFolderNameChars: 800,
   maxStyleIdChars: 800,
+  maxFolderPathChars: 2048,
   maxPlacemarkChars: 32 * MiB,
   maxStyleChars: 1 * MiB,
   maxTokenChars: 16 * MiB
@@ -596,8 +600,14 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
       unemitted = folders.length
       currentPath = null
     } else if (frame.capture && local === 'name' && folders.length > 0) {
-      folders[folders.length - 1].name = frame.text.trim()
+      const folder = folders[folders.length - 1]
+      folder.name = frame.text.trim()
       currentPath = null
+      let pathChars = 0
+      for (const f of folders) pathChars += f.name.length
+      if (pathChars > limits.maxFolderPathChars) {
+        throw new KmlError(`folder at line ${folder.line}: its folder path (its name and those of the ${folders.length - 1} folders around it) is longer than ${size(limits.maxFolderPathChars)} (at line ${parser.line})`, parser.line)
+      }
     }
   })
 

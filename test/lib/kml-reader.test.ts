@@ -751,8 +751,8 @@ t.test('huge text values are refused while they arrive', async (t) => {
   t.match(style.message, /^style "s" at line 5: <href> text longer than 100 characters/)
 })
 
-t.test('folder names and style ids are bounded, the line named', async (t) => {
-  t.same([KML_LIMITS.maxFolderNameChars, KML_LIMITS.maxStyleIdChars], [800, 800])
+t.test('folder names, style ids and folder paths are bounded, the line named', async (t) => {
+  t.same([KML_LIMITS.maxFolderNameChars, KML_LIMITS.maxStyleIdChars, KML_LIMITS.maxFolderPathChars], [800, 800, 2048])
   const point = '<Placemark><name>p</name><Point><coordinates>1,1</coordinates></Point></Placemark>'
   // A name of exactly the limit passes; one more character is refused while it arrives.
   t.equal(placemarks(await collectWith(kml(`<Folder><name>${'n'.repeat(800)}</name>${point}</Folder>`)))[0].folderPath[0].length, 800)
@@ -767,6 +767,15 @@ t.test('folder names and style ids are bounded, the line named', async (t) => {
   const before = `<kml><Document>${' '.repeat(65536 - 400 - '<kml><Document><Folder><name>'.length)}<Folder><name>`
   t.equal(before.length, 65536 - 400)
   t.equal(placemarks(await collectWith(`${before}${'n'.repeat(800)}</name>${point}</Folder></Document></kml>`))[0].folderPath[0].length, 800, 'split between two writes')
+
+  // The path: the names of a folder and of those around it, together.
+  const nested = (levels: number, nameChars: number) =>
+    kml(Array.from({ length: levels }, (_, i) => `<Folder><name>${String(i).padStart(nameChars, 'f')}</name>`).join('\n') + point + '</Folder>'.repeat(levels))
+  const atLimit = placemarks(await collectWith(nested(32, 64)))
+  t.equal(atLimit[0].folderPath.join('').length, 2048, '32 folders of 64 characters: 2048, the limit')
+  t.equal((await expectKmlError(nested(33, 64))).message,
+    'folder at line 37: its folder path (its name and those of the 32 folders around it) is longer than 2048 characters (at line 37)')
+  t.match((await expectKmlError(nested(10, 50), { maxFolderPathChars: 120 })).message, /^folder at line 7: its folder path \(its name and those of the 2 folders around it\) is longer than 120 characters/)
 })
 
 t.test('one placemark or style holds a bounded amount of text', async (t) => {
