@@ -46,12 +46,15 @@ const unavailable = () => new HttpError(502, 'Identity provider unavailable')
 
 /**
  * The code exchange's failure as our answer: the provider refusing the code (a 4xx) is the caller's
- * failed sign-in; anything else (unreachable, a timeout, a 5xx, a body that is not JSON) is a 502.
+ * failed sign-in; anything else (unreachable, a timeout, a 5xx, a body that is not JSON, an answer past
+ * MAX_ANSWER_BYTES) is a 502.
  */
 export function exchangeFailure (err: unknown): HttpError {
   const status = err as { output?: { statusCode?: unknown }; data?: { isResponseError?: unknown } }
   const code = typeof status.output?.statusCode === 'number' ? status.output.statusCode : 0
-  // Wreck marks the provider's own error answers; its other errors (connection, timeout, parse) are ours.
+  // Wreck marks the provider's own error answers; its other errors (connection, timeout, parse, a reader
+  // stopped at `maxBytes`, which Wreck reports as a 413 or, as the connection is closed under it, as a
+  // payload stream closed prematurely) are ours.
   const fromProvider = status.data?.isResponseError === true
   if (fromProvider && code >= 400 && code < 500) return new SigninRefused(401, 'Invalid authorization code')
   return unavailable()
@@ -63,8 +66,9 @@ export function grantsRequiredScopes (scope: unknown): boolean {
   return REQUIRED_SCOPES.every((s) => scopes.includes(s))
 }
 
-// The largest answer read from the provider's user and guild endpoints.
-const MAX_ANSWER_BYTES = 1024 * 1024
+// The largest answer read from the provider: the token answer (plugins/external/oauth2.ts), the user and
+// the guild list. Reading stops at the first byte past it.
+export const MAX_ANSWER_BYTES = 1024 * 1024
 
 const NoNul = { pattern: '^[^\\u0000]*$' }
 const Id = Type.String({ minLength: 1, maxLength: 64, ...NoNul })

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis'
+import { addressGroup } from '../address-group.ts'
 
 export interface SigninGuardSettings {
   // Sign-in attempts of one IP that may fail within the window before it is blocked.
@@ -13,7 +14,8 @@ export interface SigninGuardSettings {
 }
 
 /**
- * Per-IP sign-in throttling. An attempt is counted as a failure before the provider is called, in one
+ * Per-client sign-in throttling, a client being an IPv4 address or an IPv6 /64 (lib/address-group.ts,
+ * as the rate limiter counts them). An attempt is counted as a failure before the provider is called, in one
  * atomic step with the check, so concurrent attempts cannot all slip under the threshold; an attempt
  * that succeeds (or that failed through no fault of the client) takes back its own count only, so a
  * success never erases the failures of others behind the same address.
@@ -32,22 +34,35 @@ export function blockDuration (nth: number, s: SigninGuardSettings): number {
 
 interface Entry { attempts: number; lastAttempt: number; blocks: number; lastBlock: number; blockedUntil: number }
 
+// Addresses (IPv6 /64s) the in-process guard remembers; past it the pruning below makes room.
+export const GUARD_ENTRIES = 100_000
+
 export class MemorySigninGuard implements SigninGuard {
+  // By address group, least recently attempted first (an attempt moves its entry to the end).
   #entries = new Map<string, Entry>()
   private readonly settings: SigninGuardSettings
-  constructor (settings: SigninGuardSettings) {
+  private readonly maxEntries: number
+  constructor (settings: SigninGuardSettings, maxEntries = GUARD_ENTRIES) {
     this.settings = settings
+    this.maxEntries = maxEntries
+  }
+
+  get size (): number {
+    return this.#entries.size
   }
 
   async begin (ip: string): Promise<number> {
     const now = Date.now()
     const s = this.settings
-    let e = this.#entries.get(ip)
-    if (!e) {
+    const key = addressGroup(ip)
+    let e = this.#entries.get(key)
+    if (e) {
+      this.#entries.delete(key)
+    } else {
       e = { attempts: 0, lastAttempt: 0, blocks: 0, lastBlock: 0, blockedUntil: 0 }
-      this.#entries.set(ip, e)
-      if (this.#entries.size > 100_000) this.#prune(now)
+      if (this.#entries.size >= this.maxEntries) this.#prune(now)
     }
+    this.#entries.set(key, e)
     if (e.blockedUntil > now) return e.blockedUntil - now
     if (now - e.lastAttempt > s.windowMs) e.attempts = 0
     if (now - e.lastBlock > s.blockMemoryMs) e.blocks = 0
@@ -64,14 +79,29 @@ export class MemorySigninGuard implements SigninGuard {
   }
 
   async release (ip: string): Promise<void> {
-    const e = this.#entries.get(ip)
+    const e = this.#entries.get(addressGroup(ip))
     if (e && e.attempts > 0) e.attempts--
   }
 
+  /**
+   * Makes room for at least a tenth of the table at once, so that a walk over it (linear) comes at most
+   * once per maxEntries / 10 new addresses: first the entries with nothing left to remember, then the
+   * least recently attempted that are not blocked, then (a table full of blocks) the least recently
+   * attempted of all.
+   */
   #prune (now: number): void {
     const s = this.settings
-    for (const [ip, e] of this.#entries) {
-      if (e.blockedUntil < now && now - e.lastAttempt > s.windowMs && now - e.lastBlock > s.blockMemoryMs) this.#entries.delete(ip)
+    const target = this.maxEntries - Math.max(1, Math.floor(this.maxEntries / 10))
+    for (const [key, e] of this.#entries) {
+      if (e.blockedUntil < now && now - e.lastAttempt > s.windowMs && now - e.lastBlock > s.blockMemoryMs) this.#entries.delete(key)
+    }
+    for (const [key, e] of this.#entries) {
+      if (this.#entries.size <= target) return
+      if (e.blockedUntil <= now) this.#entries.delete(key)
+    }
+    for (const key of this.#entries.keys()) {
+      if (this.#entries.size <= target) return
+      this.#entries.delete(key)
     }
   }
 }
@@ -119,8 +149,9 @@ export class RedisSigninGuard implements SigninGuard {
     this.fallback = fallback
   }
 
+  // One hash per address group: an IPv6 client's whole /64 (signin:2001:db8:1:2::).
   #key (ip: string) {
-    return `signin:${ip}`
+    return `signin:${addressGroup(ip)}`
   }
 
   async begin (ip: string): Promise<number> {

@@ -51,8 +51,16 @@ export interface KmlLimits {
   maxCoordinatesChars: number
   // Positions in one placemark's geometry.
   maxPoints: number
-  // One text value: a name, description, styleUrl, ExtendedData value, style property or folder name.
+  // One text value: a name, description, styleUrl, ExtendedData value or style property.
   maxTextChars: number
+  // One folder name, and one shared style's id: both are index keys in the database (a folder name in the
+  // placemarks' folder_path index, a style id in the styles' primary key), and an index row holds at most
+  // 2,704 bytes; 800 characters are at most 2,400 bytes of UTF-8 whatever the characters.
+  maxFolderNameChars: number
+  maxStyleIdChars: number
+  // The names of a folder and of the folders around it, together: the folder path every placemark inside
+  // it stores (and answers) once more.
+  maxFolderPathChars: number
   // All the text one placemark holds.
   maxPlacemarkChars: number
   // All the text one shared style holds.
@@ -67,6 +75,9 @@ export const KML_LIMITS: Readonly<KmlLimits> = Object.freeze({
   maxCoordinatesChars: 16 * MiB,
   maxPoints: 1_000_000,
   maxTextChars: 1 * MiB,
+  maxFolderNameChars: 800,
+  maxStyleIdChars: 800,
+  maxFolderPathChars: 2048,
   maxPlacemarkChars: 32 * MiB,
   maxStyleChars: 1 * MiB,
   maxTokenChars: 16 * MiB
@@ -112,7 +123,7 @@ interface Frame {
   container: boolean
 }
 
-interface FolderState { name: string }
+interface FolderState { name: string; line: number }
 
 interface PlacemarkState {
   depth: number
@@ -257,6 +268,9 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
   let lastClosed = ''
   // Where the parser stood at its last tag or text event: what it read since, it still buffers.
   let lastEventAt = 0
+  // Characters written to the parser. (Between writes saxes's \`position\` counts the last chunk twice:
+  // it is exact only inside an event.)
+  let written = 0
 
   const emitFolders = () => {
     for (; unemitted < folders.length; unemitted++) {
@@ -278,7 +292,8 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
     if (placemark && frame.local === 'coordinates') {
       return new KmlError(`placemark at line ${placemark.line}: coordinates longer than ${size(limits.maxCoordinatesChars)} (at line ${line})`, line)
     }
-    const owner = placemark ? `placemark at line ${placemark.line}: ` : style ? `style "${style.id}" at line ${style.line}: ` : ''
+    const folder = !placemark && !style && !feature && frame.local === 'name' ? folders[folders.length - 1] : undefined
+    const owner = placemark ? `placemark at line ${placemark.line}: ` : style ? `style "${style.id}" at line ${style.line}: ` : folder ? `folder at line ${folder.line}: ` : ''
     return new KmlError(`${owner}<${frame.qname}> text longer than ${size(frame.limit)} (at line ${line})`, line)
   }
   const placemarkTooBig = (p: PlacemarkState) =>
@@ -314,7 +329,7 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
    * (Handlers for comments and the like are left unset on purpose: each one set slows the parser.)
    */
   const checkPending = () => {
-    const pending = parser.position - lastEventAt
+    const pending = written - lastEventAt
     const top = stack[stack.length - 1]
     if (top?.capture) {
       if (top.text.length + pending > top.limit) throw tooLong(top)
@@ -335,6 +350,8 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
   })
 
   parser.on('opentag', (tag: SaxesTagPlain) => {
+    // A tag that began and ended within one write (checkPending sees only what is left over).
+    if (parser.position - lastEventAt > limits.maxTokenChars) throw tokenTooLong()
     mark()
     const local = localName(tag.name)
     if (!sawRoot) {
@@ -437,20 +454,25 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
       }
       if (local === 'Folder') {
         emitFolders()
-        folders.push({ name: '' })
+        folders.push({ name: '', line: tagLine })
         currentPath = null
       }
     } else if ((local === 'Style' || local === 'StyleMap') && parent && STYLE_PARENTS.has(parent.local)) {
       const id = tag.attributes.id ?? ''
+      if (id.length > limits.maxStyleIdChars) {
+        throw new KmlError(`<${tag.name}> at line ${tagLine}: id longer than ${size(limits.maxStyleIdChars)}`, tagLine)
+      }
       if (id !== '') style = { depth, id, kind: local, definition: {}, pairDepth: -1, pairLeaves: [], pairKey: '', pairCount: 0, line: tagLine, held: 0 }
     } else if (OTHER_FEATURES.has(local)) {
       feature = { depth, kind: local, line: tagLine, name: '' }
     } else if (local === 'name' && parent?.local === 'Folder' && folders.length > 0) {
       frame.capture = true
+      frame.limit = Math.min(limits.maxFolderNameChars, limits.maxTextChars)
     }
   })
 
   const onText = (text: string) => {
+    if (text.length > limits.maxTokenChars) throw tokenTooLong()
     mark()
     const top = stack[stack.length - 1]
     if (!top?.capture) return
@@ -578,8 +600,14 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
       unemitted = folders.length
       currentPath = null
     } else if (frame.capture && local === 'name' && folders.length > 0) {
-      folders[folders.length - 1].name = frame.text.trim()
+      const folder = folders[folders.length - 1]
+      folder.name = frame.text.trim()
       currentPath = null
+      let pathChars = 0
+      for (const f of folders) pathChars += f.name.length
+      if (pathChars > limits.maxFolderPathChars) {
+        throw new KmlError(`folder at line ${folder.line}: its folder path (its name and those of the ${folders.length - 1} folders around it) is longer than ${size(limits.maxFolderPathChars)} (at line ${parser.line})`, parser.line)
+      }
     }
   })
 
@@ -590,6 +618,7 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
       // Never split a surrogate pair between two writes.
       if (end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1])) end++
       parser.write(text.slice(start, end))
+      written += end - start
       checkPending()
       start = end
       if (queue.length > 0) yield queue.splice(0)

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto'
 import oauth2, { type OAuth2Namespace } from '@fastify/oauth2'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { STATE_COOKIE } from '../../lib/auth/cookies.ts'
+import { MAX_ANSWER_BYTES } from '../../lib/auth/idp-client.ts'
 import { errors } from '../../schemas/common.ts'
 
 // Registered by the sign-in routes' scope (routes/api/auth/(signin)/autohooks.ts), with the start route's full path.
@@ -37,9 +38,11 @@ export default fp(async function oauth2Plugin (app: FastifyInstance, opts: { log
       client: { id: idp.clientId, secret: idp.clientSecret },
       auth: { authorizeHost: authorize.host, authorizePath: authorize.path, tokenHost: token.host, tokenPath: token.path },
       // The client secret goes in the form body; answers are parsed as JSON only when they say they are;
-      // redirects are never followed (the secret must not travel elsewhere).
+      // redirects are never followed (the secret must not travel elsewhere); the answer is read up to
+      // MAX_ANSWER_BYTES, as the user and guild answers are (Wreck's documented `maxBytes`: its reader
+      // stops at the first chunk past it and closes the connection; exchangeFailure makes that a 502).
       options: { authorizationMethod: 'body' },
-      http: { json: true, timeout: idp.timeoutMs, redirects: 0 }
+      http: { json: true, timeout: idp.timeoutMs, redirects: 0, maxBytes: MAX_ANSWER_BYTES }
     },
     startRedirectPath: opts.loginPath,
     schema: {

@@ -43,7 +43,9 @@ const script = `"use strict";
 
 const callback: FastifyPluginAsyncTypebox = async (app) => {
   if (!app.config.devIdp) return
-  app.get('/callback', { schema: { hide: true } }, async (_request, reply) => reply.type('text/html; charset=utf-8').send(page))
+  // Its address holds the authorization code, and the page shows the tokens: kept by no cache.
+  app.get('/callback', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').header('pragma', 'no-cache').send(page))
   app.get('/callback.js', { schema: { hide: true } }, async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(script))
 }
 

@@ -30,6 +30,8 @@ const devIdp: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     const { client_id, redirect_uri, response_type, scope = '', state } = request.query
+    // The page holds fresh codes; the token answers hold access tokens (RFC 6749 §5.1).
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
     const idp = app.identityProvider
     if (client_id !== idp.clientId || redirect_uri !== idp.redirectUri || response_type !== 'code') {
       return reply.code(400).send({ error: 'Bad Request', message: 'Unknown client_id or redirect_uri, or response_type is not code' })
@@ -54,6 +56,7 @@ const devIdp: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.post('/idp/token', { schema: hide }, async (request, reply) => {
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
     const body = (request.body ?? {}) as Record<string, string>
     const grant = codes.get(body.code ?? '')
     codes.delete(body.code ?? '')

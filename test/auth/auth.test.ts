@@ -187,6 +187,14 @@ t.test('the provider is not trusted blindly', async (t) => {
   const head = await app.inject({ method: 'HEAD', url: '/api/auth/identity?code=ok' })
   t.equal(head.statusCode, 404, 'HEAD is not a sign-in')
   t.equal(idp.requests.length, before, 'the provider was not called')
+
+  // The token answer is read up to 1 MB, like the user and guild answers: reading stops there.
+  idp.tokenPadding = 64 * 1024 * 1024
+  t.same(await answer(), [502, 'Identity provider unavailable'], 'a 64 MiB token answer is a 502, as a token answer that is not JSON')
+  t.ok(idp.tokenBytesWritten < 16 * 1024 * 1024, `the provider got to send ${(idp.tokenBytesWritten / 1048576).toFixed(1)} MiB of 64 before the connection closed`)
+  idp.tokenPadding = 900 * 1024
+  t.equal((await answer())[0], 200, 'a token answer just under 1 MB signs in')
+  idp.tokenPadding = 0
 })
 
 t.test('the browser sign-in starts on the PUBLIC_URL origin', async (t) => {
@@ -292,6 +300,70 @@ t.test('failed sign-ins block the IP; a burst gets one first block; a success ta
   for (let i = 0; i < 5; i++) t.equal((await signIn(app, 'good', unlucky)).res.statusCode, 502)
   idp.mode = 'ok'
   t.equal((await signIn(app, 'good', unlucky)).res.statusCode, 200, 'provider failures are not held against the address')
+})
+
+t.test('every answer carrying tokens or the user\'s data is kept by no cache (RFC 6749 §5.1)', async (t) => {
+  const { app } = await setup(t, 'postgres', { AUTH_RATE_LIMIT_MAX: 11 })
+  const noStore = (label: string, res: { statusCode: number, headers: Record<string, unknown> }, status: number) => {
+    t.equal(res.statusCode, status, `${label}: ${status}`)
+    t.same([res.headers['cache-control'], res.headers.pragma], ['no-store', 'no-cache'], `${label}: Cache-Control no-store, Pragma no-cache`)
+  }
+  const { res, body } = await signIn(app)
+  noStore('sign-in', res, 200)
+  noStore('sign-in refused', (await signIn(app, 'bad')).res, 401)
+  const refreshed = await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: body.refreshToken } })
+  noStore('refresh', refreshed, 200)
+  noStore('refresh by cookie', await app.inject({ method: 'POST', url: '/api/auth/refresh', cookies: { refresh_token: refreshed.json().refreshToken } }), 200)
+  noStore('refresh refused', await app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: body.refreshToken } }), 401)
+  const second = (await signIn(app)).body
+  noStore('me', await app.inject({ url: '/api/auth/me', headers: bearer(second.accessToken) }), 200)
+  noStore('sessions', await app.inject({ url: '/api/auth/sessions', headers: bearer(second.accessToken) }), 200)
+  noStore('me without a token', await app.inject({ url: '/api/auth/me' }), 401)
+  noStore('logout', await app.inject({ method: 'POST', url: '/api/auth/logout', headers: bearer(second.accessToken) }), 204)
+  noStore('sign-in start', await app.inject({ url: '/api/auth/identity/login', headers: { host: new URL(app.config.PUBLIC_URL).host } }), 302)
+  // Eleven requests so far: the twelfth is over the group's budget.
+  noStore('the auth rate limit', await app.inject({ url: '/api/auth/me' }), 429)
+  t.not((await app.inject('/api/v1/folders')).headers['cache-control'], 'no-store', 'other answers keep their own caching')
+})
+
+t.test('addresses rotated inside one IPv6 /64 earn the block together, in memory and in Redis', async (t) => {
+  const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+  const redis = new Redis(redisUrl)
+  t.teardown(() => redis.quit())
+  const random = () => Math.floor(Math.random() * 0xfff0 + 1).toString(16)
+  for (const store of ['memory', 'redis'] as const) {
+    const { app } = await setup(t, 'postgres', { SIGNIN_MAX_FAILURES: 3, SIGNIN_BLOCK_SECONDS: 60, ...(store === 'redis' ? { REDIS_URL: redisUrl } : {}) })
+    const net = `2001:db8:${random()}:${random()}`
+    // Three failures, each from a new address of the same /64 (written three ways).
+    for (const ip of [`${net}::1`, `${net}:0:0:0:2`, `${net}:abcd:ef01:2345:6789`]) {
+      t.equal((await signIn(app, 'bad', ip)).res.statusCode, 401, `${store}: ${ip} refused by the provider`)
+    }
+    const blocked = await signIn(app, 'good', `${net}:ffff::7`)
+    t.equal(blocked.res.statusCode, 429, `${store}: a fourth address of the /64 is blocked`)
+    t.ok(Number(blocked.res.headers['retry-after']) > 50, `${store}: for the first block's length`)
+    t.equal((await signIn(app, 'good', `2001:db8:${random()}:${random()}::1`)).res.statusCode, 200, `${store}: another /64 signs in`)
+    if (store === 'redis') {
+      const group = new URL(`http://[${net}::]/`).hostname.slice(1, -1)
+      t.equal(await redis.exists(`signin:${group}`), 1, `one Redis key for the /64 (signin:${group})`)
+      t.equal(await redis.exists(`signin:${net}::1`), 0, 'none for the single address')
+    }
+    // An IPv4 address mapped into IPv6 is the IPv4 address.
+    const v4 = `192.0.2.${Math.floor(Math.random() * 200) + 50}`
+    for (let i = 0; i < 3; i++) t.equal((await signIn(app, 'bad', i % 2 ? v4 : `::ffff:${v4}`)).res.statusCode, 401)
+    t.equal((await signIn(app, 'good', v4)).res.statusCode, 429, `${store}: ::ffff:${v4} and ${v4} are one client`)
+  }
+})
+
+t.test('the in-process guard stays within its size, makes room in batches, and keeps blocks longest', async (t) => {
+  const settings = { maxFailures: 1, windowMs: 60_000, blockMs: 60_000, maxBlockMs: 60_000, blockMemoryMs: 60_000 }
+  const guard = new MemorySigninGuard(settings, 1000)
+  t.equal(await guard.begin('192.0.2.1'), 0)
+  t.ok(await guard.begin('192.0.2.1') > 0, 'blocked')
+  for (let i = 0; i < 5000; i++) await guard.begin(`10.0.${i >> 8}.${i & 255}`)
+  t.ok(guard.size <= 1000, `at most its size (${guard.size})`)
+  t.ok(guard.size >= 900, `room made a tenth at a time, not one entry per new address (${guard.size})`)
+  t.ok(await guard.begin('192.0.2.1') > 0, 'the blocked address is still blocked after 5,000 others')
+  t.equal(await guard.begin('10.0.0.0'), 0, 'the least recently seen were forgotten')
 })
 
 t.test('later blocks double up to the documented maximum, in memory and in Redis', async (t) => {

@@ -18,16 +18,24 @@ t.test('the development identity provider signs a person in over real HTTP', asy
   const login = await fetch(`${base}/api/auth/identity/login`, { redirect: 'manual' })
   t.equal(login.status, 302)
   const stateCookie = (login.headers.get('set-cookie') ?? '').split(';')[0]
-  const page = await (await fetch(login.headers.get('location')!)).text()
+  const noStore = (label: string, res: Response) =>
+    t.same([res.headers.get('cache-control'), res.headers.get('pragma')], ['no-store', 'no-cache'], `${label}: kept by no cache`)
+  noStore('the sign-in start', login)
+  const authorize = await fetch(login.headers.get('location')!)
+  noStore('the provider\'s page of codes', authorize)
+  const page = await authorize.text()
   t.match(page, /Development identity provider/)
   t.match(page, /ada#0001/)
   const href = /href="([^"]*code=[^"]*)"/.exec(page)![1].replace(/&#38;/g, '&')
   const callback = new URL(href)
   t.equal(callback.pathname, '/auth/callback')
-  t.match(await (await fetch(callback)).text(), /id="access-token"/)
+  const callbackPage = await fetch(callback)
+  noStore('the callback page (its address holds the code)', callbackPage)
+  t.match(await callbackPage.text(), /id="access-token"/)
 
   const signIn = await fetch(`${base}/api/auth/identity?${callback.searchParams}`, { headers: { cookie: stateCookie } })
   t.equal(signIn.status, 200)
+  noStore('the sign-in answer', signIn)
   const body = await signIn.json() as { accessToken: string; user: { username: string } }
   t.equal(body.user.username, 'ada')
   const me = await (await fetch(`${base}/api/auth/me`, { headers: { authorization: `Bearer ${body.accessToken}` } })).json() as { guilds: { id: string; owner: boolean }[] }
@@ -35,6 +43,9 @@ t.test('the development identity provider signs a person in over real HTTP', asy
 
   const reused = await fetch(`${base}/api/auth/identity?${callback.searchParams}`, { headers: { cookie: stateCookie } })
   t.equal(reused.status, 401, 'a code works once')
+  const providerToken = await fetch(`${base}/dev/idp/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=authorization_code&code=used' })
+  t.equal(providerToken.status, 401)
+  noStore('the provider\'s token endpoint', providerToken)
   const bad = await fetch(`${base}/dev/idp/authorize?client_id=evil&redirect_uri=https://evil.example&response_type=code`)
   t.equal(bad.status, 400, 'unknown clients are refused')
 })

@@ -168,3 +168,65 @@ t.test('the import CLI with files past the limits (PostgreSQL)', async (t) => {
   t.equal(bad.code, 0, bad.stderr)
   t.match(bad.stdout, new RegExp(`skipped: 1 MultiGeometry, 2 invalid UTF-8 byte sequences, read as U\\+FFFD \\(first at line ${where + 1}\\)$`, 'm'))
 })
+
+// Characters of three UTF-8 bytes each, drawn at random (CJK ideographs): text that compresses poorly,
+// as an index key meets it at its largest.
+const cjk = (n: number) => Array.from({ length: n }, () => String.fromCodePoint(0x4e00 + Math.floor(Math.random() * 20_000))).join('')
+
+t.test('folder names, style ids and folder paths: the dry run refuses what the import would, naming the line', async (t) => {
+  const url = await createPostgresDatabase(t)
+  const env = { DATABASE_URL: url }
+  const dir = t.testdir({})
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  t.teardown(() => client.end())
+  const point = '<Placemark><Point><coordinates>1,1</coordinates></Point></Placemark>'
+  const refusedBoth = async (name: string, body: string, pattern: RegExp) => {
+    writeFileSync(join(dir, name), body)
+    for (const args of [['--dry-run'], []]) {
+      const run = await runImport([join(dir, name), ...args], env)
+      oneLine(t, run, pattern)
+    }
+  }
+
+  // The issue's file: 63 nested folders named with 2,600 characters each over 1,000 tiny points (264 KB)
+  // made a 165 MB table; the first name is refused.
+  const amplified = ['<kml><Document>']
+  for (let i = 0; i < 63; i++) amplified.push(`<Folder><name>${String(i).padStart(2600, 'x')}</name>`)
+  amplified.push(Array.from({ length: 1000 }, () => point).join('\n'), '</Folder>'.repeat(63), '</Document></kml>')
+  await refusedBoth('amplified.kml', amplified.join('\n'), /^error: .*amplified\.kml: folder at line 2: <name> text longer than 800 characters \(at line 2\); nothing was imported$/)
+
+  // Names within the limit whose path is not: 33 levels of 64 characters.
+  const deep = ['<kml><Document>']
+  for (let i = 0; i < 33; i++) deep.push(`<Folder><name>${String(i).padStart(64, 'f')}</name>`)
+  deep.push(Array.from({ length: 1000 }, () => point).join('\n'), '</Folder>'.repeat(33), '</Document></kml>')
+  await refusedBoth('deep.kml', deep.join('\n'),
+    /^error: .*deep\.kml: folder at line 34: its folder path \(its name and those of the 32 folders around it\) is longer than 2048 characters \(at line 34\); nothing was imported$/)
+
+  // A folder name and a style id past a btree index row (2,704 bytes) in incompressible text.
+  await refusedBoth('folder-name.kml', `<kml><Document>\n<Folder>\n<name>${cjk(1000)}</name>${point}</Folder></Document></kml>`,
+    /^error: .*folder-name\.kml: folder at line 2: <name> text longer than 800 characters \(at line 3\); nothing was imported$/)
+  await refusedBoth('style-id.kml', `<kml><Document>\n<Style id="${cjk(1000)}"><LineStyle><width>2</width></LineStyle></Style>${point}</Document></kml>`,
+    /^error: .*style-id\.kml: <Style> at line 2: id longer than 800 characters; nothing was imported$/)
+  t.equal((await client.query('SELECT count(*)::int AS n FROM dataset')).rows[0].n, 0, 'nothing was imported')
+
+  // At the limits, in the worst characters, PostgreSQL's indexes take them.
+  const name = cjk(800)
+  const id = cjk(800)
+  const path = Array.from({ length: 32 }, (_, i) => String(i).padStart(64, 'f'))
+  const fits = ['<kml><Document>', `<Style id="${id}"><LineStyle><width>2</width></LineStyle></Style>`, `<Folder><name>${name}</name>`,
+    `<Placemark><styleUrl>#${id}</styleUrl><Point><coordinates>1,1</coordinates></Point></Placemark></Folder>`,
+    ...path.map((n) => `<Folder><name>${n}</name>`), point, '</Folder>'.repeat(32), '</Document></kml>']
+  writeFileSync(join(dir, 'fits.kml'), fits.join('\n'))
+  const dry = await runImport([join(dir, 'fits.kml'), '--dry-run'], env)
+  t.equal(dry.code, 0, dry.stderr)
+  const run = await runImport([join(dir, 'fits.kml')], env)
+  t.equal(run.code, 0, run.stderr)
+  t.equal(Buffer.byteLength(name), 2400, 'a name of 800 characters of 3 bytes')
+  t.same((await client.query('SELECT folder_path, style_id FROM placemarks ORDER BY id')).rows, [
+    { folder_path: [name], style_id: id },
+    { folder_path: path, style_id: null }
+  ], 'stored and indexed')
+  t.equal((await client.query('SELECT count(*)::int AS n FROM placemarks WHERE folder_path @> ARRAY[$1]::text[]', [name])).rows[0].n, 1, 'found through the folder index')
+  t.equal((await client.query('SELECT id FROM styles')).rows[0].id, id)
+})

@@ -715,7 +715,7 @@ t.test('huge coordinates are refused while they arrive, not once held', async (t
   t.equal(placemarks(await collectWith(kml(`<Placemark><name>p</name><Polygon>${rings}</Polygon></Placemark>`), { maxCoordinatesChars: ring.length * 4 })).length, 1, 'at the limit: accepted')
 })
 
-async function collectWith (input: string, limits: Partial<KmlLimits>): Promise<KmlItem[]> {
+async function collectWith (input: string, limits: Partial<KmlLimits> = {}): Promise<KmlItem[]> {
   const items: KmlItem[] = []
   for await (const item of readKml(fromArray([input]), { limits })) items.push(item)
   return items
@@ -746,9 +746,36 @@ t.test('huge text values are refused while they arrive', async (t) => {
   t.match((await expectKmlError(kml(`<Placemark><name>${pieces}</name></Placemark>`), { maxTextChars: 100 })).message, /^placemark at line 5: <name> text longer than 100 characters/)
 
   const folder = await expectKmlError(kml(`<Folder>\n<name>${'x'.repeat(101)}</name></Folder>`), { maxTextChars: 100 })
-  t.match(folder.message, /^<name> text longer than 100 characters \(at line 6\)$/)
+  t.match(folder.message, /^folder at line 5: <name> text longer than 100 characters \(at line 6\)$/)
   const style = await expectKmlError(kml(`<Style id="s">\n<IconStyle><Icon><href>${'h'.repeat(101)}</href></Icon></IconStyle></Style>`), { maxTextChars: 100 })
   t.match(style.message, /^style "s" at line 5: <href> text longer than 100 characters/)
+})
+
+t.test('folder names, style ids and folder paths are bounded, the line named', async (t) => {
+  t.same([KML_LIMITS.maxFolderNameChars, KML_LIMITS.maxStyleIdChars, KML_LIMITS.maxFolderPathChars], [800, 800, 2048])
+  const point = '<Placemark><name>p</name><Point><coordinates>1,1</coordinates></Point></Placemark>'
+  // A name of exactly the limit passes; one more character is refused while it arrives.
+  t.equal(placemarks(await collectWith(kml(`<Folder><name>${'n'.repeat(800)}</name>${point}</Folder>`)))[0].folderPath[0].length, 800)
+  t.equal((await expectKmlError(kml(`<Folder>\n<name>${'n'.repeat(801)}</name>${point}</Folder>`))).message,
+    'folder at line 5: <name> text longer than 800 characters (at line 6)')
+  const ok = await collectWith(kml(`<Style id="${'s'.repeat(800)}"><LineStyle><width>2</width></LineStyle></Style>`))
+  t.equal(ok.filter((i) => i.kind === 'style').length, 1, 'a style id of 800 characters')
+  t.equal((await expectKmlError(kml(`\n<StyleMap id="${'s'.repeat(801)}"></StyleMap>`))).message, '<StyleMap> at line 6: id longer than 800 characters')
+  t.equal((await expectKmlError(kml(`<Style id="${'s'.repeat(801)}"/>`))).message, '<Style> at line 5: id longer than 800 characters')
+
+  // A name of the limit split between two of the reader's 64 KiB writes to the parser is still within it.
+  const before = `<kml><Document>${' '.repeat(65536 - 400 - '<kml><Document><Folder><name>'.length)}<Folder><name>`
+  t.equal(before.length, 65536 - 400)
+  t.equal(placemarks(await collectWith(`${before}${'n'.repeat(800)}</name>${point}</Folder></Document></kml>`))[0].folderPath[0].length, 800, 'split between two writes')
+
+  // The path: the names of a folder and of those around it, together.
+  const nested = (levels: number, nameChars: number) =>
+    kml(Array.from({ length: levels }, (_, i) => `<Folder><name>${String(i).padStart(nameChars, 'f')}</name>`).join('\n') + point + '</Folder>'.repeat(levels))
+  const atLimit = placemarks(await collectWith(nested(32, 64)))
+  t.equal(atLimit[0].folderPath.join('').length, 2048, '32 folders of 64 characters: 2048, the limit')
+  t.equal((await expectKmlError(nested(33, 64))).message,
+    'folder at line 37: its folder path (its name and those of the 32 folders around it) is longer than 2048 characters (at line 37)')
+  t.match((await expectKmlError(nested(10, 50), { maxFolderPathChars: 120 })).message, /^folder at line 7: its folder path \(its name and those of the 2 folders around it\) is longer than 120 characters/)
 })
 
 t.test('one placemark or style holds a bounded amount of text', async (t) => {

@@ -16,6 +16,11 @@ export class StandInIdp {
   redirectTo = ''
   // A raw body the user endpoint answers instead of `user`, when set.
   rawUser: string | null = null
+  // When set, the token endpoint's good answer carries this many bytes of padding, sent without a
+  // content-length in 64 KiB chunks as fast as the reader takes them; tokenBytesWritten counts the bytes
+  // of padding handed to the socket before the reader stopped.
+  tokenPadding = 0
+  tokenBytesWritten = 0
   #server = http.createServer((req, res) => this.#handle(req, res))
   url = ''
 
@@ -60,6 +65,7 @@ export class StandInIdp {
         const form = new URLSearchParams(body)
         if (this.mode === 'invalid-code' || form.get('code') === 'bad') return send(400, { error: 'invalid_grant' })
         if (this.mode === 'garbage') return send(200, '<html>not json</html>')
+        if (this.tokenPadding > 0) return this.#paddedToken(res)
         return send(200, { access_token: 'provider-token', token_type: 'Bearer', scope: this.mode === 'missing-scope' ? 'identify' : 'identify guilds' })
       }
       if (req.headers.authorization !== 'Bearer provider-token') return send(401, { error: 'unauthorized' })
@@ -67,5 +73,27 @@ export class StandInIdp {
       if (req.url === '/guilds') return send(200, this.guilds)
       send(404, { error: 'not found' })
     })
+  }
+
+  #paddedToken (res: http.ServerResponse): void {
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.write('{"access_token":"provider-token","token_type":"Bearer","scope":"identify guilds","padding":"')
+    const chunk = Buffer.alloc(64 * 1024, 'x')
+    let left = this.tokenPadding
+    this.tokenBytesWritten = 0
+    const pump = () => {
+      while (left > 0) {
+        if (res.destroyed) return
+        const n = Math.min(left, chunk.length)
+        left -= n
+        this.tokenBytesWritten += n
+        if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) {
+          res.once('drain', pump)
+          return
+        }
+      }
+      res.end('"}')
+    }
+    pump()
   }
 }

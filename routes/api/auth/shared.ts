@@ -8,8 +8,11 @@ export const autoload = false
 
 export const bearer = [{ bearerAuth: [] }]
 
-// The refresh token's cookie, as sign-in and refresh set it (Secure in production).
-export const refreshCookie: Headers = {
+// The headers of an answer carrying tokens: kept by no cache (RFC 6749 §5.1), and the refresh token's
+// cookie, as sign-in and refresh set it (Secure in production).
+export const tokenHeaders: Headers = {
+  'cache-control': { type: 'string', description: 'Always `no-store` (every answer under /api/auth): no cache may keep the tokens (RFC 6749 §5.1)', example: 'no-store' },
+  pragma: { type: 'string', description: 'Always `no-cache`, for HTTP/1.0 caches', example: 'no-cache' },
   'set-cookie': {
     type: 'string',
     description: 'The new refresh token as the httpOnly `refresh_token` cookie: Path=/api/auth, SameSite=Strict, Max-Age the refresh lifetime, Secure in production',

@@ -4,7 +4,7 @@ import { answer, errors, fail, rateLimitHeaders, retryAfter } from '../../../../
 import { IdentityQuery, SignInResponse } from '../../../../schemas/auth.ts'
 import { HttpError } from '../../../../lib/errors.ts'
 import { grantsRequiredScopes, exchangeFailure, fetchIdentity, SigninRefused } from '../../../../lib/auth/idp-client.ts'
-import { refreshCookie, setRefreshCookie, userBody } from '../shared.ts'
+import { tokenHeaders, setRefreshCookie, userBody } from '../shared.ts'
 
 // The code exchange through @fastify/oauth2 (decorated in this folder's scope), its failures mapped onto the contract.
 async function exchangeCode (request: FastifyRequest, reply: FastifyReply): Promise<string> {
@@ -37,10 +37,10 @@ const identity: FastifyPluginAsyncTypebox = async (app) => {
       description: 'Exchanges the code with the identity provider, stores the user and the user\'s guild list, opens a session and answers the tokens. ' +
         'The refresh token is also set as an httpOnly SameSite=Strict cookie scoped to /api/auth. ' +
         'When the sign-in was started here (its state cookie is present) the returned `state` must match it, or the sign-in fails with 401 "Invalid state". ' +
-        `A refused code is 401, a provider that fails or cannot be reached is 502, a grant without the identify and guilds scopes is 403. After ${config.SIGNIN_MAX_FAILURES} failed sign-ins within 15 minutes the client IP is blocked (429 with retry-after) for ${config.SIGNIN_BLOCK_SECONDS} s; each later block of the same IP within a day doubles, up to ${config.SIGNIN_MAX_BLOCK_SECONDS} s. Attempts are counted before the provider is called, so a burst of concurrent attempts gets one first block; a success takes back only its own attempt.`,
+        `A refused code is 401, a provider that fails or cannot be reached is 502, a grant without the identify and guilds scopes is 403. After ${config.SIGNIN_MAX_FAILURES} failed sign-ins within 15 minutes the client IP (an IPv6 client's /64) is blocked (429 with retry-after) for ${config.SIGNIN_BLOCK_SECONDS} s; each later block of the same IP within a day doubles, up to ${config.SIGNIN_MAX_BLOCK_SECONDS} s. Attempts are counted before the provider is called, so a burst of concurrent attempts gets one first block; a success takes back only its own attempt.`,
       querystring: IdentityQuery,
       response: {
-        200: answer(SignInResponse, 'Signed in: the tokens and the user', refreshCookie),
+        200: answer(SignInResponse, 'Signed in: the tokens and the user', tokenHeaders),
         ...errors(
           fail(400, 'The code is missing or too long, or the state is too long', 'querystring must have required property \'code\''),
           fail(401, 'The provider refused the code, or the state does not match the sign-in started here', 'Invalid authorization code', 'Invalid state'),

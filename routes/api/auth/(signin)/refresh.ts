@@ -3,7 +3,7 @@ import { answer, errors, fail } from '../../../../schemas/common.ts'
 import { RefreshBody, TokenPair } from '../../../../schemas/auth.ts'
 import { HttpError } from '../../../../lib/errors.ts'
 import { REFRESH_COOKIE } from '../../../../lib/auth/cookies.ts'
-import { refreshCookie, refreshCookieOptions, setRefreshCookie } from '../shared.ts'
+import { tokenHeaders, refreshCookieOptions, setRefreshCookie } from '../shared.ts'
 
 const refresh: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/refresh', {
@@ -17,7 +17,7 @@ const refresh: FastifyPluginAsyncTypebox = async (app) => {
         'Each refresh token works once: presenting one that was already rotated revokes its whole session (it was copied). Expired, forged or revoked tokens answer 401 "Invalid refresh token".',
       body: RefreshBody,
       response: {
-        200: answer(TokenPair, 'A new access token and a new refresh token', refreshCookie),
+        200: answer(TokenPair, 'A new access token and a new refresh token', tokenHeaders),
         ...errors(
           fail(400, 'The body is not JSON, or refreshToken is empty or too long', 'body/refreshToken must NOT have fewer than 1 characters'),
           fail(401, 'The refresh token is missing, expired, forged, revoked or already used', 'Invalid refresh token'),
