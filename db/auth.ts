@@ -37,8 +37,20 @@ export async function createSession (db: Db, s: { userId: string; tokenHash: str
   await db.transaction().execute(async (trx) => {
     await trx.insertInto('sessions').values({ id, user_id: s.userId, expires_at: end, user_agent: s.userAgent, ip: s.ip }).execute()
     await trx.insertInto('refresh_tokens').values({ token_hash: s.tokenHash, session_id: id, expires_at: end }).execute()
+    // newIp: the first sign-in of this user from this address (within the audit's retention).
+    const seen = await trx.selectFrom('audit').select('id').where('user_id', '=', s.userId).where('type', '=', 'signin')
+      .where(sql<string>`data->>'ip'`, '=', s.ip ?? '').limit(1).executeTakeFirst()
+    await audit(trx, 'signin', s.userId, { ip: s.ip, userAgent: s.userAgent, newIp: !seen, sessionId: id })
   })
   return id
+}
+
+/** Who ended a session, as the security history says it. */
+export type RevokedBy = 'self' | 'admin' | 'reuse' | 'signout_all'
+
+// One row of the security history, in the transaction of what it records.
+async function audit (trx: Db, type: string, userId: string | null, data: Record<string, unknown>, actorId: string | null = null): Promise<void> {
+  await trx.insertInto('audit').values({ type, user_id: userId, actor_id: actorId, data: JSON.stringify(data) }).execute()
 }
 
 export type RotateResult =
@@ -50,17 +62,24 @@ export type RotateResult =
  * Spends a refresh token and records its successor, atomically: of two requests with the same token
  * only one can win. A token already spent means it was copied: the caller revokes the session.
  */
-export async function rotateRefreshToken (db: Db, oldHash: string, next: { tokenHash: string; expiresAt: Date }, maxAgeMs: number): Promise<RotateResult> {
+export async function rotateRefreshToken (db: Db, oldHash: string, next: { tokenHash: string; expiresAt: Date }, maxAgeMs: number, graceMs = 0): Promise<RotateResult> {
   return db.transaction().execute(async (trx) => {
     const spent = await trx.updateTable('refresh_tokens').set({ rotated_at: sql`now()` })
       .where('token_hash', '=', oldHash).where('rotated_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
       .returning('session_id').executeTakeFirst()
-    if (!spent) {
-      const known = await trx.selectFrom('refresh_tokens').select(['session_id', 'rotated_at']).where('token_hash', '=', oldHash).executeTakeFirst()
-      return known?.rotated_at ? { kind: 'reused', sessionId: known.session_id } : { kind: 'invalid' }
+    let sessionId = spent?.session_id
+    if (!sessionId) {
+      // Spent already: within the grace window of its rotation it is a second tab refreshing at the same
+      // moment (it gets a pair of the same session too); after it, the token was copied.
+      const known = await trx.selectFrom('refresh_tokens')
+        .select(['session_id', 'rotated_at', sql<boolean>`rotated_at > now() - make_interval(secs => ${graceMs / 1000})`.as('in_grace')])
+        .where('token_hash', '=', oldHash).executeTakeFirst()
+      if (!known?.rotated_at) return { kind: 'invalid' }
+      if (!known.in_grace) return { kind: 'reused', sessionId: known.session_id }
+      sessionId = known.session_id
     }
     // A session past its absolute lifetime (SESSION_MAX_AGE from its sign-in) is not renewed.
-    const session = await trx.selectFrom('sessions').selectAll().where('id', '=', spent.session_id)
+    const session = await trx.selectFrom('sessions').selectAll().where('id', '=', sessionId)
       .where('revoked_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
       .where('created_at', '>', sql<Date>`now() - make_interval(secs => ${maxAgeMs / 1000})`).executeTakeFirst()
     if (!session) return { kind: 'invalid' }
@@ -72,13 +91,39 @@ export async function rotateRefreshToken (db: Db, oldHash: string, next: { token
   })
 }
 
-// Revokes a session; with userId, only when it belongs to that user. Returns whether a live session was revoked.
-export async function revokeSession (db: Db, sessionId: string, reason: string, userId?: string): Promise<boolean> {
-  let q = db.updateTable('sessions').set({ revoked_at: sql`now()`, revoked_reason: reason })
-    .where('id', '=', sessionId).where('revoked_at', 'is', null)
-  if (userId) q = q.where('user_id', '=', userId)
-  const res = await q.executeTakeFirst()
-  return Number(res.numUpdatedRows) > 0
+/**
+ * Revokes a live session and records who did it (`by`, and the admin's id for `admin`); with userId,
+ * only a session of that user's. Returns whether a live session was revoked.
+ */
+export async function revokeSession (db: Db, sessionId: string, reason: string, who: { by: RevokedBy; userId?: string; actorId?: string }): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    let q = trx.updateTable('sessions').set({ revoked_at: sql`now()`, revoked_reason: reason })
+      .where('id', '=', sessionId).where('revoked_at', 'is', null)
+    if (who.userId) q = q.where('user_id', '=', who.userId)
+    const row = await q.returning('user_id').executeTakeFirst()
+    if (!row) return false
+    if (who.by === 'reuse') await audit(trx, 'refresh_reuse', row.user_id, { sessionId })
+    await audit(trx, 'session_revoked', row.user_id, { by: who.by, sessionId }, who.actorId ?? null)
+    return true
+  })
+}
+
+/**
+ * Ends every live session of the user (but `except`, the caller's own, for "everywhere else"), in one
+ * transaction with its history: one `signout_all` row (by the user, or by an admin) and a
+ * `session_revoked` row per session. Returns the revoked sessions' ids.
+ */
+export async function revokeAllSessions (db: Db, userId: string, options: { except?: string; actorId?: string } = {}): Promise<string[]> {
+  return db.transaction().execute(async (trx) => {
+    let q = trx.updateTable('sessions').set({ revoked_at: sql`now()`, revoked_reason: options.actorId ? 'signed out by an admin' : 'signed out everywhere' })
+      .where('user_id', '=', userId).where('revoked_at', 'is', null)
+    if (options.except) q = q.where('id', '!=', options.except)
+    const ids = (await q.returning('id').execute()).map((r) => r.id)
+    const by: RevokedBy = options.actorId ? 'admin' : 'signout_all'
+    await audit(trx, 'signout_all', userId, { scope: options.except ? 'others' : 'all', sessions: ids.length, ...(options.actorId ? { by } : {}) }, options.actorId ?? null)
+    for (const id of ids) await audit(trx, 'session_revoked', userId, { by, sessionId: id }, options.actorId ?? null)
+    return ids
+  })
 }
 
 /** Ids of the sessions revoked at or after `since`: what a starting instance must refuse. */
@@ -108,10 +153,84 @@ export async function userWithGuilds (db: Db, userId: string) {
   return { user, guilds }
 }
 
-// Returns the user's id, or undefined when no user has that provider id.
-export async function setRole (db: Db, providerId: string, role: Role): Promise<string | undefined> {
-  const row = await db.updateTable('users').set({ role, updated_at: sql`now()` }).where('provider_id', '=', providerId).returning('id').executeTakeFirst()
-  return row?.id
+export class LastAdmin extends Error {
+  override name = 'LastAdmin'
+}
+
+/**
+ * Sets a user's role (by provider id, or by id with `{ id }`) and records it as `role_changed`
+ * (`from`, `to`, `by`: `admin`, `cli`). An admin may not demote the last ADMIN (LastAdmin). Returns the
+ * user's id, or undefined when no such user exists.
+ */
+export async function setRole (db: Db, who: string | { id: string }, role: Role, by: { by: 'admin' | 'cli'; actorId?: string } = { by: 'cli' }): Promise<string | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const match = typeof who === 'string' ? ['provider_id', who] as const : ['id', who.id] as const
+    const before = await trx.selectFrom('users').select(['id', 'role']).where(match[0], '=', match[1]).forUpdate().executeTakeFirst()
+    if (!before) return undefined
+    if (by.by === 'admin' && before.role === 'ADMIN' && role !== 'ADMIN') {
+      // Serialized on the ADMIN rows: two admins demoting each other at once cannot both win.
+      const admins = await trx.selectFrom('users').select('id').where('role', '=', 'ADMIN').forUpdate().execute()
+      if (admins.length <= 1) throw new LastAdmin('The last ADMIN cannot be demoted')
+    }
+    await trx.updateTable('users').set({ role, updated_at: sql`now()` }).where('id', '=', before.id).execute()
+    if (before.role !== role) await audit(trx, 'role_changed', before.id, { from: before.role, to: role, by: by.by }, by.actorId ?? null)
+    return before.id
+  })
+}
+
+export interface AuditRow { id: string; at: Date; type: string; user_id: string | null; actor_id: string | null; data: Record<string, unknown> }
+
+/** Security events, newest first: of one user, of a type, since an instant, before a row id (the cursor). */
+export async function auditEvents (db: Db, q: { userId?: string; type?: string; since?: Date; before?: string; limit: number }): Promise<AuditRow[]> {
+  let query = db.selectFrom('audit').select(['id', 'at', 'type', 'user_id', 'actor_id', 'data'])
+  if (q.userId) query = query.where('user_id', '=', q.userId)
+  if (q.type) query = query.where('type', '=', q.type)
+  if (q.since) query = query.where('at', '>=', q.since)
+  if (q.before) query = query.where('id', '<', q.before)
+  return query.orderBy('id', 'desc').limit(q.limit).execute() as Promise<AuditRow[]>
+}
+
+/** Deletes security events older than retentionMs, in batches; the number deleted. */
+export async function pruneAudit (db: Db, retentionMs: number, batch = 5000): Promise<number> {
+  const cutoff = sql<Date>`now() - make_interval(secs => ${retentionMs / 1000})`
+  return deleteInBatches(db, batch, sql`DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ${cutoff} LIMIT ${batch})`)
+}
+
+/** Everything stored about a user: profile, guild list, sessions (no token material) and history. */
+export async function accountExport (db: Db, userId: string) {
+  const found = await userWithGuilds(db, userId)
+  if (!found) return undefined
+  const sessions = await db.selectFrom('sessions').select(['id', 'created_at', 'last_used_at', 'expires_at', 'revoked_at', 'revoked_reason', 'user_agent', 'ip'])
+    .where('user_id', '=', userId).orderBy('created_at', 'desc').execute()
+  const history = await db.selectFrom('audit').select(['id', 'at', 'type', 'user_id', 'actor_id', 'data']).where('user_id', '=', userId).orderBy('id', 'desc').execute() as AuditRow[]
+  return { ...found, sessions, history }
+}
+
+/**
+ * Deletes the account: the user, with its guild list, sessions and refresh-token records (cascades) and
+ * its history; one anonymous `account_deleted` row stays. The sessions' deletion reaches every instance
+ * on the change bus. Returns the ids of its sessions, or undefined when there was no such user.
+ */
+export async function deleteAccount (db: Db, userId: string): Promise<string[] | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const sessions = await trx.selectFrom('sessions').select('id').where('user_id', '=', userId).execute()
+    const gone = await trx.deleteFrom('users').where('id', '=', userId).returning('id').executeTakeFirst()
+    if (!gone) return undefined
+    await trx.deleteFrom('audit').where('user_id', '=', userId).execute()
+    await audit(trx, 'account_deleted', null, {})
+    return sessions.map((s) => s.id)
+  })
+}
+
+/** Users whose username or provider id contains `q` (any case), by username. */
+export async function searchUsers (db: Db, q: { q?: string; limit: number; offset: number }) {
+  let query = db.selectFrom('users').selectAll()
+  if (q.q) {
+    const like = `%${q.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+    query = query.where((eb) => eb.or([eb('username', 'ilike', like), eb('provider_id', 'ilike', like)]))
+  }
+  const rows = await query.orderBy('username').orderBy('id').limit(q.limit).offset(q.offset).execute()
+  return rows
 }
 
 export const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)

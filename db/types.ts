@@ -120,6 +120,15 @@ export interface ChangeLogTable {
   at: Generated<Date>
 }
 
+export interface AuditTable {
+  id: Generated<string>
+  at: Generated<Date>
+  type: string
+  user_id: string | null
+  actor_id: string | null
+  data: ColumnType<Record<string, unknown>, string | undefined, string>
+}
+
 export interface Database {
   users: UserTable
   user_guilds: UserGuildTable
@@ -133,6 +142,7 @@ export interface Database {
   activity_daily: ActivityDailyTable
   activity_users: ActivityUserTable
   change_log: ChangeLogTable
+  audit: AuditTable
 }
 
 export type { Generated }

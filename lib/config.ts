@@ -63,6 +63,10 @@ export const ConfigSchema = Type.Object({
   SESSION_MAX_AGE: Type.String({ minLength: 1, default: '7d' }),
   // Ended sessions (expired or revoked) and spent refresh-token records are deleted this long after.
   SESSION_RETENTION: Type.String({ minLength: 1, default: '30d' }),
+  // A rotated refresh token presented again this soon after its rotation is a second tab, not a thief ('0': never).
+  REFRESH_REUSE_GRACE: Type.String({ minLength: 1, default: '10s' }),
+  // Security history (sign-ins, revocations, role changes...) is deleted this long after.
+  AUDIT_RETENTION: Type.String({ minLength: 1, default: '90d' }),
   SIGNIN_MAX_FAILURES: Type.Integer({ minimum: 1, default: 5 }),
   SIGNIN_BLOCK_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
   // The longest block: later blocks of one IP double the first up to this.

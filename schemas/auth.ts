@@ -1,8 +1,12 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type TSchema } from '@sinclair/typebox'
 import { Nullable, ref } from './common.ts'
 
 // The examples are the development identity provider's demo user `ada` (lib/dev-idp/demo-data.ts).
 const jwt = (description: string) => Type.String({ description, examples: ['eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIwZjVjOTRmNi0xYjM5LTRiNGQtOWE3NC0zYjIwNDkxYjQyYjAifQ.c2lnbmF0dXJl'] })
+
+// One of a few strings, as a JSON Schema `enum` (one clear validation message, unlike a union of literals).
+const oneOf = <T extends string>(values: readonly T[], options: Record<string, unknown>) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...options }) as TSchema & { static: T }
 
 // Shared shapes ($id): registered once (schemas/components.ts), referred to with ref().
 export const User = Type.Object({
@@ -67,3 +71,92 @@ export const SessionParams = Type.Object({
   // The router refuses a longer path parameter (414) before validation: the bound only documents it.
   id: Type.String({ maxLength: 100, description: 'Session id, as listed by GET /api/auth/sessions (any other value answers 404)', examples: ['5d1f3a0e-8c2b-4e7a-9f10-2b6c4d8e0a13'] })
 })
+
+export const SignOutQuery = Type.Object({
+  scope: Type.Optional(oneOf(['all', 'others'] as const, { description: '`all` (default): every session of the caller, this one included; `others`: every one but this', examples: ['others'] }))
+}, { additionalProperties: false })
+
+const eventTypes = ['signin', 'refresh_reuse', 'session_revoked', 'role_changed', 'signout_all', 'account_deleted'] as const
+
+export const HistoryEvent = Type.Object({
+  type: oneOf(eventTypes, { description: 'What happened', examples: ['signin'] }),
+  createdAt: Type.String({ format: 'date-time', description: 'When', examples: ['2026-01-15T09:30:00.000Z'] }),
+  ip: Type.Optional(Nullable(Type.String({ description: '`signin`: the client address', examples: ['203.0.113.7'] }))),
+  userAgent: Type.Optional(Nullable(Type.String({ description: '`signin`: the User-Agent (first 512 characters)', examples: ['Mozilla/5.0 (X11; Linux x86_64)'] }))),
+  newIp: Type.Optional(Type.Boolean({ description: '`signin`: the first sign-in of this user from this address (within the history\'s retention)', examples: [true] })),
+  sessionId: Type.Optional(Type.String({ description: '`signin`, `refresh_reuse`, `session_revoked`: the session', examples: ['5d1f3a0e-8c2b-4e7a-9f10-2b6c4d8e0a13'] })),
+  by: Type.Optional(Type.String({ description: '`session_revoked`: `self`, `admin`, `reuse` or `signout_all`; `role_changed`: `admin` or `cli`; `signout_all`: `admin` when an admin did it', examples: ['self'] })),
+  from: Type.Optional(Type.String({ description: '`role_changed`: the role before', examples: ['USER'] })),
+  to: Type.Optional(Type.String({ description: '`role_changed`: the role after', examples: ['ADMIN'] })),
+  scope: Type.Optional(Type.String({ description: '`signout_all`: `all` or `others`', examples: ['others'] })),
+  sessions: Type.Optional(Type.Integer({ description: '`signout_all`: how many sessions it ended', examples: [2] })),
+  userId: Type.Optional(Nullable(Type.String({ description: 'Admin audit only: the user the event is about (null for `account_deleted`)', examples: ['0f5c94f6-1b39-4b4d-9a74-3b20491b42b0'] }))),
+  adminId: Type.Optional(Nullable(Type.String({ description: 'Admin audit only: the admin who acted, null otherwise', examples: [null] })))
+}, { $id: 'SecurityEvent', title: 'SecurityEvent', description: 'One event of the security history. Never a token, code or secret.' })
+
+export const HistoryQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Events per page, 1..1000 (default 100)', examples: [20] }),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: '`nextCursor` of the previous page (opaque)', examples: ['aDo0Mg'] }))
+}, { additionalProperties: false })
+
+export const HistoryResponse = Type.Object({
+  events: Type.Array(ref(HistoryEvent), { description: 'Newest first' }),
+  nextCursor: Nullable(Type.String({ description: 'The next page\'s cursor; null on the last page', examples: ['aDo0Mg'] }))
+}, { title: 'SecurityHistory' })
+
+export const AccountExport = Type.Object({
+  user: ref(User),
+  guilds: Type.Array(ref(Guild), { description: 'The guild list stored at the latest sign-in' }),
+  sessions: Type.Array(Type.Object({
+    id: Type.String({ format: 'uuid' }),
+    createdAt: Type.String({ format: 'date-time' }),
+    lastUsedAt: Type.String({ format: 'date-time' }),
+    expiresAt: Type.String({ format: 'date-time' }),
+    revokedAt: Nullable(Type.String({ format: 'date-time' })),
+    revokedReason: Nullable(Type.String()),
+    userAgent: Nullable(Type.String()),
+    ip: Nullable(Type.String())
+  }), { description: 'Every stored session, live or ended (until SESSION_RETENTION), newest first; no token material' }),
+  history: Type.Array(ref(HistoryEvent), { description: 'The whole security history, newest first' }),
+  exportedAt: Type.String({ format: 'date-time' })
+}, { title: 'AccountExport', description: 'Everything stored about the caller' })
+
+export const AdminUsersQuery = Type.Object({
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Part of a username or provider id, any case', examples: ['ada'] })),
+  limit: Type.Integer({ minimum: 1, maximum: 1000, default: 50, description: 'Users per page, 1..1000 (default 50)', examples: [50] }),
+  offset: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0, description: 'Users to skip', examples: [0] })
+}, { additionalProperties: false })
+
+export const AdminUsersResponse = Type.Object({
+  users: Type.Array(ref(User), { description: 'By username, then id' }),
+  limit: Type.Integer({ examples: [50] }),
+  offset: Type.Integer({ examples: [0] })
+}, { title: 'AdminUserList' })
+
+export const AdminUserParams = Type.Object({
+  id: Type.String({ maxLength: 100, description: 'Internal user id (any other value answers 404)', examples: ['0f5c94f6-1b39-4b4d-9a74-3b20491b42b0'] })
+})
+
+export const AdminUser = Type.Object({
+  user: ref(Me),
+  sessions: Type.Array(Type.Object({
+    id: Type.String({ format: 'uuid' }),
+    createdAt: Type.String({ format: 'date-time' }),
+    lastUsedAt: Type.String({ format: 'date-time' }),
+    expiresAt: Type.String({ format: 'date-time' }),
+    userAgent: Nullable(Type.String()),
+    ip: Nullable(Type.String())
+  }), { description: 'Live sessions, newest first' })
+}, { title: 'AdminUser' })
+
+export const RoleBody = Type.Object({
+  role: oneOf(['USER', 'ADMIN'] as const, { description: 'The new role', examples: ['ADMIN'] })
+}, { additionalProperties: false })
+
+export const AdminAuditQuery = Type.Object({
+  userId: Type.Optional(Type.String({ format: 'uuid', description: 'Only events about this user', examples: ['0f5c94f6-1b39-4b4d-9a74-3b20491b42b0'] })),
+  type: Type.Optional(oneOf(eventTypes, { description: 'Only events of this type', examples: ['role_changed'] })),
+  since: Type.Optional(Type.String({ format: 'date-time', description: 'Only events at or after this instant', examples: ['2026-01-01T00:00:00Z'] })),
+  limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Events per page, 1..1000 (default 100)', examples: [20] }),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: '`nextCursor` of the previous page (opaque)', examples: ['aDo0Mg'] }))
+}, { additionalProperties: false })

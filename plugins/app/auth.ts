@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import { requiredDurationMs } from '../../lib/duration.ts'
 import { randomUUID } from 'node:crypto'
-import type { FastifyInstance, preParsingHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyRequest, preParsingHookHandler } from 'fastify'
 import { HttpError } from '../../lib/errors.ts'
 import { hashTokenId, isAccessClaims, isRefreshClaims, randomSecret, type AccessClaims, type RefreshClaims } from '../../lib/auth/tokens.ts'
 import { MemorySigninGuard, RedisSigninGuard, type SigninGuard } from '../../lib/auth/signin-guard.ts'
@@ -27,12 +27,15 @@ declare module 'fastify' {
     profiles: ProfileCache<UserWithGuilds>
     signinGuard: SigninGuard
     // SESSION_MAX_AGE and SESSION_RETENTION in milliseconds.
-    sessionPolicy: { maxAgeMs: number; retentionMs: number }
+    // SESSION_MAX_AGE, SESSION_RETENTION, REFRESH_REUSE_GRACE and AUDIT_RETENTION in milliseconds.
+    sessionPolicy: { maxAgeMs: number; retentionMs: number; reuseGraceMs: number; auditRetentionMs: number }
     identityProvider: IdpSettings
     // Bearer checks for protected routes (preParsing hooks): set request.auth or answer 401.
     authenticate: preParsingHookHandler
     // The same, accepting a revoked session's token (logout is idempotent).
     authenticateAllowRevoked: preParsingHookHandler
+    // A route hook: 403 unless the caller's stored role is ADMIN.
+    requireAdmin: (request: FastifyRequest) => Promise<void>
   }
 }
 
@@ -46,6 +49,8 @@ export default fp(async function auth (app: FastifyInstance) {
   const { accessMs, refreshMs } = app.tokenLifetimes
   const sessionMaxAgeMs = requiredDurationMs('SESSION_MAX_AGE', config.SESSION_MAX_AGE)
   const retentionMs = requiredDurationMs('SESSION_RETENTION', config.SESSION_RETENTION)
+  const reuseGraceMs = config.REFRESH_REUSE_GRACE.trim() === '0' ? 0 : requiredDurationMs('REFRESH_REUSE_GRACE', config.REFRESH_REUSE_GRACE)
+  const auditRetentionMs = requiredDurationMs('AUDIT_RETENTION', config.AUDIT_RETENTION)
 
   const guardSettings = {
     maxFailures: config.SIGNIN_MAX_FAILURES,
@@ -89,7 +94,7 @@ export default fp(async function auth (app: FastifyInstance) {
       }
     }
   })
-  app.decorate('sessionPolicy', { maxAgeMs: sessionMaxAgeMs, retentionMs })
+  app.decorate('sessionPolicy', { maxAgeMs: sessionMaxAgeMs, retentionMs, reuseGraceMs, auditRetentionMs })
   app.decorate('revocations', revocations)
   app.decorate('profiles', profiles)
   app.decorate('signinGuard', signinGuard)
@@ -128,6 +133,12 @@ export default fp(async function auth (app: FastifyInstance) {
     request.auth = entry.auth
     done(null, payload)
   }
+  // The role as stored now (the profile cache is dropped on every instance when the user changes), not
+  // the token's claim: a demoted admin loses the admin API at the next request.
+  app.decorate('requireAdmin', async function requireAdmin (request: FastifyRequest) {
+    const found = await profiles.get(request.auth!.userId)
+    if (found?.user.role !== 'ADMIN') throw new HttpError(403, 'Insufficient permissions')
+  })
   app.decorate('authenticate', bearerCheck(false))
   app.decorate('authenticateAllowRevoked', bearerCheck(true))
 }, { name: 'auth', dependencies: ['config', 'db', 'redis', 'jwt', 'changes'] })

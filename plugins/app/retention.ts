@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
-import { pruneAuthRecords } from '../../db/auth.ts'
+import { pruneAudit, pruneAuthRecords } from '../../db/auth.ts'
 import { pruneChanges } from '../../db/changes.ts'
 
 const EVERY_MS = 3_600_000
@@ -11,13 +11,15 @@ const CHANGE_LOG_MS = 3_600_000
  * The retention rule of the auth tables, run by every instance at start and then hourly (the deletes
  * are idempotent, so instances running it at once do no harm): sessions that ended more than
  * SESSION_RETENTION ago go, with their refresh-token records, and so do refresh-token records expired
- * that long; the change bus's log keeps an hour.
+ * that long; the security history keeps AUDIT_RETENTION; the change bus's log keeps an hour.
  */
 export default fp(async function retention (app: FastifyInstance) {
   const run = async () => {
     try {
       const deleted = await pruneAuthRecords(app.db, app.sessionPolicy.retentionMs)
       if (deleted.sessions || deleted.refreshTokens) app.log.info(deleted, 'retention: ended sessions and expired refresh tokens deleted')
+      const events = await pruneAudit(app.db, app.sessionPolicy.auditRetentionMs)
+      if (events) app.log.info({ events }, 'retention: security history past AUDIT_RETENTION deleted')
       await pruneChanges(app.db, CHANGE_LOG_MS)
     } catch (err) {
       app.log.warn({ err }, 'retention run failed; retried within the hour')

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { HttpError } from '../../lib/errors.ts'
 import { SigninRefused, type IdpGuild, type IdpUser } from '../../lib/auth/idp-client.ts'
 import { hashTokenId } from '../../lib/auth/tokens.ts'
-import { createSession, isUuid, revokeSession, rotateRefreshToken, saveSignIn, sessionOwner, type UserRow } from '../../db/auth.ts'
+import { createSession, isUuid, revokeAllSessions, revokeSession, rotateRefreshToken, saveSignIn, sessionOwner, type RevokedBy, type UserRow } from '../../db/auth.ts'
 
 export interface SignedIn { accessToken: string; refreshToken: string; user: UserRow }
 export type Refreshed = { kind: 'ok'; accessToken: string; refreshToken: string } | { kind: 'reused' } | { kind: 'invalid' }
@@ -18,7 +18,9 @@ export interface SigninService {
   /** Rotates a refresh token; a token already rotated revokes its whole session (it was copied). */
   refresh(token: string | undefined, log: FastifyBaseLogger): Promise<Refreshed>
   /** Revokes one session of the user's; false when the user has no such session. */
-  revoke(userId: string, sessionId: string, reason: string): Promise<boolean>
+  revoke(userId: string, sessionId: string, reason: string, by?: { by: RevokedBy; actorId?: string }): Promise<boolean>
+  /** Ends every session of the user, or every one but `except`; at once on every instance. */
+  signOutAll(userId: string, options?: { except?: string; actorId?: string }): Promise<number>
 }
 
 declare module 'fastify' {
@@ -70,9 +72,9 @@ export default fp(async function signin (app: FastifyInstance) {
       const claims = token ? tokens.verifyRefresh(token) : null
       if (claims === null) return { kind: 'invalid' }
       const next = tokens.refresh(claims.userId)
-      const result = await rotateRefreshToken(app.db, hashTokenId(claims.tokenId), { tokenHash: next.tokenHash, expiresAt: next.expiresAt }, app.sessionPolicy.maxAgeMs)
+      const result = await rotateRefreshToken(app.db, hashTokenId(claims.tokenId), { tokenHash: next.tokenHash, expiresAt: next.expiresAt }, app.sessionPolicy.maxAgeMs, app.sessionPolicy.reuseGraceMs)
       if (result.kind === 'reused') {
-        await revokeSession(app.db, result.sessionId, 'refresh token reuse')
+        await revokeSession(app.db, result.sessionId, 'refresh token reuse', { by: 'reuse' })
         revocations.add(result.sessionId)
         log.warn({ sessionId: result.sessionId }, 'refresh token reused: session revoked')
         return { kind: 'reused' }
@@ -81,11 +83,17 @@ export default fp(async function signin (app: FastifyInstance) {
       return { kind: 'ok', accessToken: tokens.access(result.user, result.sessionId), refreshToken: next.token }
     },
 
-    async revoke (userId, sessionId, reason) {
+    async revoke (userId, sessionId, reason, by = { by: 'self' }) {
       const owner = isUuid(sessionId) ? await sessionOwner(app.db, sessionId) : undefined
       if (!owner || owner.user_id !== userId) return false
-      if (await revokeSession(app.db, sessionId, reason, userId)) revocations.add(sessionId)
+      if (await revokeSession(app.db, sessionId, reason, { ...by, userId })) revocations.add(sessionId)
       return true
+    },
+
+    async signOutAll (userId, options = {}) {
+      const ids = await revokeAllSessions(app.db, userId, options)
+      for (const id of ids) revocations.add(id)
+      return ids.length
     }
   }
   app.decorate('signin', service)

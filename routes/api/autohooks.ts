@@ -14,6 +14,8 @@ export default async function bearerPolicy (app: FastifyInstance): Promise<void>
     const check = route.config?.allowRevokedSession ? app.authenticateAllowRevoked : app.authenticate
     const own = route.preParsing
     route.preParsing = own === undefined ? [check] : Array.isArray(own) ? [...own, check] : [own, check]
+    // Before validation: a caller who may not use the route learns nothing from its parameters' rules.
+    if (route.config?.role === 'ADMIN') route.preValidation = [app.requireAdmin, route.preValidation ?? []].flat()
   })
 }
 
@@ -21,5 +23,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     // The bearer check accepts a token whose session is revoked (logout stays idempotent).
     allowRevokedSession?: boolean
+    // Only callers whose stored role is this (403 otherwise), checked after the bearer check.
+    role?: 'ADMIN'
   }
 }

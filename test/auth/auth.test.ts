@@ -27,7 +27,7 @@ const decode = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base6
 // PostgreSQL here; the same behaviour on PGlite is test/db/pglite-contract.test.ts.
 for (const kind of ['postgres'] as const) {
   t.test(`sign-in, tokens and sessions on ${kind}`, async (t) => {
-    const { idp, app } = await setup(t, kind)
+    const { idp, app } = await setup(t, kind, { REFRESH_REUSE_GRACE: '0' })
 
     const { res, body } = await signIn(app)
     t.equal(res.statusCode, 200)
@@ -303,7 +303,7 @@ t.test('failed sign-ins block the IP; a burst gets one first block; a success ta
 })
 
 t.test('every answer carrying tokens or the user\'s data is kept by no cache (RFC 6749 §5.1)', async (t) => {
-  const { app } = await setup(t, 'postgres', { AUTH_RATE_LIMIT_MAX: 11 })
+  const { app } = await setup(t, 'postgres', { AUTH_RATE_LIMIT_MAX: 11, REFRESH_REUSE_GRACE: '0' })
   const noStore = (label: string, res: { statusCode: number, headers: Record<string, unknown> }, status: number) => {
     t.equal(res.statusCode, status, `${label}: ${status}`)
     t.same([res.headers['cache-control'], res.headers.pragma], ['no-store', 'no-cache'], `${label}: Cache-Control no-store, Pragma no-cache`)

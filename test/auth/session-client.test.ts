@@ -10,7 +10,7 @@ async function setup (t: Test) {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
   const handle = await openTestDatabase(t)
-  const app = await buildApp({ config: testConfig({}, idp.env()), db: handle })
+  const app = await buildApp({ config: testConfig({ REFRESH_REUSE_GRACE: '0' }, idp.env()), db: handle })
   const refreshes = countRefreshes(app)
   t.teardown(() => app.close())
   const base = await app.listen({ port: 0, host: '127.0.0.1' })

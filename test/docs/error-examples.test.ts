@@ -3,6 +3,7 @@ import { STATUS_CODES } from 'node:http'
 import type { InjectOptions } from 'fastify'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'
+import { setRole } from '../../db/auth.ts'
 
 interface Operation { operationId: string; security?: object[]; responses: Record<string, { content?: Record<string, { examples?: Record<string, { value: { message: string } }> }> }> }
 
@@ -18,6 +19,13 @@ t.test('every error example of a route is an answer that route really gives', as
   const app = await buildTestApp(t, handle, {}, idp.env())
   const signIn = (await app.inject('/api/auth/identity?code=ok')).json()
   const bearer = { authorization: `Bearer ${signIn.accessToken as string}` }
+  // An admin too, for the admin API's own errors (the user above stays a USER: 403 there).
+  idp.user = { id: '200000000000000099', username: 'root', discriminator: '0', avatar: null }
+  const root = (await app.inject('/api/auth/identity?code=ok')).json()
+  await setRole(handle.db, '200000000000000099', 'ADMIN')
+  idp.user = { id: '200000000000000001', username: 'tester', discriminator: '4242', avatar: 'abc123' }
+  const admin = { authorization: `Bearer ${root.accessToken as string}` }
+  const nobody = '/api/admin/users/5d1f3a0e-8c2b-4e7a-9f10-2b6c4d8e0a13'
   const box = 'min_lon=-115.18&min_lat=36.09&max_lon=-115.16&max_lat=36.11'
 
   // One request per documented example: `${operationId} ${status} ${message}`, with what the stand-in provider must do.
@@ -36,6 +44,19 @@ t.test('every error example of a route is an answer that route really gives', as
     'listGuildGhosts 400 querystring/since must be an ISO 8601 date-time': { request: { url: '/api/ghosts?guildId=900000000000000001&since=yesterday', headers: bearer } },
     'listGuildGhosts 400 querystring/limit must be <= 1000': { request: { url: '/api/ghosts?guildId=900000000000000001&limit=1001', headers: bearer } },
     'listGuildGhosts 403 Insufficient permissions': { request: { url: '/api/ghosts?guildId=700000000000000001', headers: bearer } },
+    'adminGetUser 403 Insufficient permissions': { request: { url: nobody, headers: bearer } },
+    'adminGetUser 404 User not found': { request: { url: nobody, headers: admin } },
+    'adminReadAudit 400 Invalid cursor': { request: { url: '/api/admin/audit?cursor=forged', headers: admin } },
+    'adminReadAudit 403 Insufficient permissions': { request: { url: '/api/admin/audit', headers: bearer } },
+    'adminSearchUsers 400 querystring/limit must be <= 1000': { request: { url: '/api/admin/users?limit=1001', headers: admin } },
+    'adminSearchUsers 403 Insufficient permissions': { request: { url: '/api/admin/users', headers: bearer } },
+    'adminSetRole 400 body/role must be equal to one of the allowed values': { request: { method: 'PATCH', url: `/api/admin/users/${root.user.id as string}`, payload: { role: 'OWNER' }, headers: admin } },
+    'adminSetRole 403 Insufficient permissions': { request: { method: 'PATCH', url: nobody, payload: { role: 'USER' }, headers: bearer } },
+    'adminSetRole 404 User not found': { request: { method: 'PATCH', url: nobody, payload: { role: 'USER' }, headers: admin } },
+    'adminSignOutUser 403 Insufficient permissions': { request: { method: 'DELETE', url: `${nobody}/sessions`, headers: bearer } },
+    'adminSignOutUser 404 User not found': { request: { method: 'DELETE', url: `${nobody}/sessions`, headers: admin } },
+    'getSecurityHistory 400 Invalid cursor': { request: { url: '/api/auth/history?cursor=forged', headers: bearer } },
+    'signOutEverywhere 400 querystring/scope must be equal to one of the allowed values': { request: { method: 'DELETE', url: '/api/auth/sessions?scope=some', headers: bearer } },
     'revokeSession 404 Session not found': { request: { method: 'DELETE', url: '/api/auth/sessions/5d1f3a0e-8c2b-4e7a-9f10-2b6c4d8e0a13', headers: bearer } },
     'refreshTokens 400 body/refreshToken must NOT have fewer than 1 characters': { request: { method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: '' } } },
     'refreshTokens 401 Invalid refresh token': { request: { method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: 'not-a-token' } } },

@@ -5,11 +5,12 @@ import { buildApp, openTestDatabase, testConfig } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'
 import { conventionProblems, routeCollector, type OpenApiDocument } from './conventions.ts'
 
-// The seed's paths (placemark API and session API) and the health checks, exactly as documented.
+// The seed's paths (placemark API and session API), the health checks and what the service added, exactly as documented.
 const expectedPaths = [
   '/health', '/health/ready',
   '/api/auth/identity/login', '/api/auth/identity', '/api/auth/refresh', '/api/auth/logout', '/api/auth/me',
-  '/api/auth/sessions', '/api/auth/sessions/{id}', '/api/ghosts',
+  '/api/auth/sessions', '/api/auth/sessions/{id}', '/api/auth/history', '/api/auth/me/export', '/api/ghosts',
+  '/api/admin/users', '/api/admin/users/{id}', '/api/admin/users/{id}/sessions', '/api/admin/audit',
   '/api/v1/stats', '/api/v1/placemarks', '/api/v1/placemarks/{id}', '/api/v1/timeline/events', '/api/v1/timeline',
   '/api/v1/spatial/bbox', '/api/v1/folders'
 ]

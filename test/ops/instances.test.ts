@@ -63,3 +63,31 @@ t.test('Redis away: requests keep being served', async (t) => {
   t.equal((await a.inject({ method: 'POST', url: '/api/auth/logout', headers: bearer(s.json().accessToken) })).statusCode, 204)
   t.equal((await a.inject({ url: '/api/auth/me', headers: bearer(s.json().accessToken) })).statusCode, 401, 'revocation still immediate here')
 })
+
+t.test('sign out everywhere, an admin\'s role change and the reuse grace window across two instances sharing PostgreSQL and Redis', async (t) => {
+  if (!(await redisReachable())) return t.fail(redisMissing)
+  const [a, b, idp] = await pair(t, { REDIS_URL: redisUrl }, { CHANGE_POLL_MS: 60_000, REFRESH_REUSE_GRACE: '10s' })
+  const s = (await a.inject('/api/auth/identity?code=x')).json()
+  const other = (await b.inject('/api/auth/identity?code=x')).json()
+  // Two tabs refresh with the same token at the same moment, one through each instance.
+  const [one, two] = await Promise.all([a, b].map((app) => app.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: s.refreshToken } })))
+  t.same([one!.statusCode, two!.statusCode], [200, 200], 'both tabs get a pair')
+  t.equal(sid(one!.json().accessToken), sid(two!.json().accessToken), 'of the same session')
+  t.equal((await b.inject({ url: '/api/auth/me', headers: bearer(one!.json().accessToken) })).statusCode, 200, 'which lives on')
+
+  t.equal((await a.inject({ method: 'DELETE', url: '/api/auth/sessions?scope=others', headers: bearer(s.accessToken) })).statusCode, 204)
+  const took = await until(async () => (await b.inject({ url: '/api/auth/me', headers: bearer(other.accessToken) })).statusCode === 401, 1000)
+  t.ok(took >= 0, `the other session refused by B after ${took} ms`)
+  t.equal((await b.inject({ url: '/api/auth/me', headers: bearer(s.accessToken) })).statusCode, 200, 'the caller\'s own stays')
+
+  // An admin on A promotes a user; B lets the user into the admin API at the next request.
+  idp.user = { id: '400000000000000009', username: 'root', discriminator: '0', avatar: null }
+  const root = (await a.inject('/api/auth/identity?code=x')).json()
+  await sql`UPDATE users SET role = 'ADMIN' WHERE provider_id = '400000000000000009'`.execute(handle.db)
+  const userId = s.user.id
+  await until(async () => (await a.inject({ url: '/api/admin/users', headers: bearer(root.accessToken) })).statusCode === 200, 1000)
+  t.equal((await b.inject({ url: '/api/admin/users', headers: bearer(s.accessToken) })).statusCode, 403)
+  t.equal((await a.inject({ method: 'PATCH', url: `/api/admin/users/${userId}`, headers: bearer(root.accessToken), payload: { role: 'ADMIN' } })).statusCode, 200)
+  const promoted = await until(async () => (await b.inject({ url: '/api/admin/users', headers: bearer(s.accessToken) })).statusCode === 200, 1000)
+  t.ok(promoted >= 0, `the new admin let in by B after ${promoted} ms`)
+})

@@ -1,6 +1,6 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { answer, errors, fail } from '../../../schemas/common.ts'
-import { SessionParams, SessionsResponse } from '../../../schemas/auth.ts'
+import { SessionParams, SessionsResponse, SignOutQuery } from '../../../schemas/auth.ts'
 import { HttpError } from '../../../lib/errors.ts'
 import { liveSessions } from '../../../db/auth.ts'
 import { bearer } from './shared.ts'
@@ -28,6 +28,26 @@ const sessions: FastifyPluginAsyncTypebox = async (app) => {
         current: s.id === request.auth!.sessionId
       }))
     }
+  })
+
+  app.delete('/sessions', {
+    schema: {
+      tags: ['Auth'],
+      operationId: 'signOutEverywhere',
+      summary: 'Sign out everywhere, or everywhere else',
+      description: 'Ends every session of the caller (`scope=all`, the default, this one included) or every one but the current (`scope=others`). ' +
+        'The ended sessions\' access tokens stop working at once on every instance and their refresh tokens are refused. Recorded in the security history.',
+      security: bearer,
+      querystring: SignOutQuery,
+      response: {
+        204: Type.Null({ description: 'Signed out; no body' }),
+        ...errors(fail(400, 'An unknown scope', 'querystring/scope must be equal to one of the allowed values'), 401, 429, 503)
+      }
+    }
+  }, async (request, reply) => {
+    const { userId, sessionId } = request.auth!
+    await app.signin.signOutAll(userId, request.query.scope === 'others' ? { except: sessionId } : {})
+    return reply.code(204).send(null)
   })
 
   app.delete('/sessions/:id', {
