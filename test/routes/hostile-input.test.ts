@@ -15,7 +15,21 @@ const valid: Record<string, { path: string; query: Record<string, string>; statu
   'GET /api/v1/timeline/events': { path: '/api/v1/timeline/events', query: { format: 'json' } },
   'GET /api/ghosts': { path: '/api/ghosts', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', limit: '5' } },
   'GET /api/auth/identity': { path: '/api/auth/identity', query: { code: 'ok', state: 'anything' } },
-  'DELETE /api/auth/sessions/{id}': { path: '/api/auth/sessions/none', query: {}, status: 404 }
+  'DELETE /api/auth/sessions/{id}': { path: '/api/auth/sessions/none', query: {}, status: 404 },
+  'DELETE /api/auth/sessions': { path: '/api/auth/sessions', query: { scope: 'others' }, status: 204 },
+  'GET /api/auth/history': { path: '/api/auth/history', query: { limit: '5' } },
+  'GET /api/admin/users': { path: '/api/admin/users', query: { q: 'adm', limit: '5', offset: '0' } },
+  'GET /api/admin/users/{id}': { path: '/api/admin/users/none', query: {}, status: 404 },
+  // Without its body: 400 for the body; a hostile path parameter is judged first.
+  'PATCH /api/admin/users/{id}': { path: '/api/admin/users/none', query: {}, status: 400 },
+  'DELETE /api/admin/users/{id}/sessions': { path: '/api/admin/users/none/sessions', query: {}, status: 404 },
+  'GET /api/admin/audit': { path: '/api/admin/audit', query: { type: 'signin', since: '2025-01-01T00:00:00Z', limit: '5' } }
+}
+
+// The valid path with the segment of the template's `{name}` replaced by a (hostile) value.
+const withPathParameter = (template: string, path: string, name: string, value: string) => {
+  const at = template.split('/').indexOf(`{${name}}`)
+  return path.split('/').map((segment, i) => (i === at ? encodeURIComponent(value) : segment)).join('/')
 }
 
 const url = (path: string, query: Record<string, string>) => {
@@ -63,7 +77,7 @@ t.test('hostile parameter values answer 400 on every route, never 500', async (t
     if (!base) return
     const res = await app.inject({
       method: method as 'GET',
-      url: where === 'path' ? url(base.path.replace(/\/[^/]+$/, `/${encodeURIComponent(label)}`), base.query) : url(base.path, { ...base.query, [name]: label }),
+      url: where === 'path' ? url(withPathParameter(path!, base.path, name!, label), base.query) : url(base.path, { ...base.query, [name]: label }),
       headers
     })
     t.equal(res.statusCode, 400, `${target} = ${JSON.stringify(label)}: 400`)
