@@ -1,7 +1,9 @@
 import fp from 'fastify-plugin'
-import jwt, { type FastifyJWTOptions } from '@fastify/jwt'
+import jwt, { type FastifyJWTOptions, type JWT } from '@fastify/jwt'
 import type { FastifyInstance } from 'fastify'
 import { randomSecret } from '../../lib/auth/tokens.ts'
+import { generatePrivateKeyPem, headerKid, privateKeyRing, publicJwks, secretRing, type AccessAlgorithm, type KeyRing, type PublicJwk } from '../../lib/auth/key-ring.ts'
+import { HttpError } from '../../lib/errors.ts'
 import { requiredDurationMs } from '../../lib/duration.ts'
 import { EXPIRED, INVALID, MISSING } from '../../lib/auth/bearer-messages.ts'
 
@@ -15,6 +17,15 @@ declare module 'fastify' {
   interface FastifyInstance {
     // Lifetimes of the two token kinds, in milliseconds.
     tokenLifetimes: { accessMs: number; refreshMs: number }
+    // The key rings behind the two namespaces: verification by the token's `kid`, and the access ring's
+    // public keys (null with HS256).
+    signingKeys: {
+      algorithm: AccessAlgorithm
+      // The claims of a valid token, or a throw as app.jwt.<namespace>.verify does (an unknown `kid`: 401).
+      verifyAccess: (token: string) => Record<string, unknown>
+      verifyRefresh: (token: string) => Record<string, unknown>
+      jwks: { keys: PublicJwk[] } | null
+    }
   }
 }
 
@@ -28,35 +39,73 @@ const messages = {
   authorizationTokenUnsigned: INVALID
 }
 
+/** A ring from its settings, or a start-up error listing its problems (loadConfig has normally refused them already). */
+function ring (built: { ring: KeyRing | null; problems: string[] }): KeyRing {
+  if (built.ring) return built.ring
+  throw new Error(built.problems.join('; '))
+}
+
 /**
- * Both token kinds through @fastify/jwt, each registration with its own namespace and secret: `access`
- * (app.jwt.access) and `refresh` (app.jwt.refresh). HS256 is pinned, the issuer
- * and the expiry are required and checked.
+ * Verification by key id over one namespace. A token of the signing key (or one without `kid`, as tokens
+ * signed before key ids existed) goes to the namespace's own verifier, built once for that key; a token
+ * of another key of the ring passes that key as the documented per-call `key` option (only while a key is
+ * being introduced or retired); a `kid` outside the ring is refused without trying any key.
+ */
+function ringVerifier (namespace: JWT, keyRing: KeyRing): (token: string) => Record<string, unknown> {
+  const signingKid = keyRing.keys[0].kid
+  const others = new Map(keyRing.keys.slice(1).map((k) => [k.kid, { key: k.verifying }]))
+  return (token) => {
+    const kid = headerKid(token)
+    if (kid === undefined || kid === signingKid) return namespace.verify<Record<string, unknown>>(token)
+    const options = kid === null ? undefined : others.get(kid)
+    if (options === undefined) throw new HttpError(401, INVALID)
+    return namespace.verify<Record<string, unknown>>(token, options)
+  }
+}
+
+/**
+ * Both token kinds through @fastify/jwt, each registration with its own namespace and key ring: `access`
+ * (app.jwt.access; HS256, ES256 or EdDSA after JWT_ALGORITHM) and `refresh` (app.jwt.refresh; always
+ * HS256). The first key of a ring signs, with its id in the `kid` header; every key of the ring verifies.
+ * The algorithm is pinned, the issuer and the expiry are required and checked.
  */
 export default fp(async function jwtPlugin (app: FastifyInstance) {
   const { config } = app
+  const algorithm = config.JWT_ALGORITHM
   let accessSecret = config.JWT_SECRET
   let refreshSecret = config.JWT_REFRESH_SECRET
-  if (!accessSecret || !refreshSecret) {
+  let privateKeys = config.JWT_PRIVATE_KEYS
+  if (algorithm === 'HS256' ? !accessSecret || !refreshSecret : !privateKeys || !refreshSecret) {
     // Only outside production (loadConfig refuses it there): tokens then die with the process.
-    app.log.warn('JWT_SECRET / JWT_REFRESH_SECRET not set: using random secrets for this process only; tokens will not survive a restart')
+    app.log.warn(`${algorithm === 'HS256' ? 'JWT_SECRET' : 'JWT_PRIVATE_KEYS'} / JWT_REFRESH_SECRET not set: using random keys for this process only; tokens will not survive a restart`)
     accessSecret ??= randomSecret()
     refreshSecret ??= randomSecret()
+    if (algorithm !== 'HS256') privateKeys ??= generatePrivateKeyPem(algorithm)
   }
+  const accessRing = ring(algorithm === 'HS256' ? secretRing('JWT_SECRET', accessSecret!) : privateKeyRing('JWT_PRIVATE_KEYS', privateKeys!, algorithm))
+  const refreshRing = ring(secretRing('JWT_REFRESH_SECRET', refreshSecret!))
   const accessMs = requiredDurationMs('JWT_ACCESS_EXPIRES_IN', config.JWT_ACCESS_EXPIRES_IN)
   const refreshMs = requiredDurationMs('JWT_REFRESH_EXPIRES_IN', config.JWT_REFRESH_EXPIRES_IN)
-  const verify = { algorithms: ['HS256'], allowedIss: config.JWT_ISSUER, requiredClaims: ['iss', 'exp'] }
-  const kind = (namespace: string, secret: string, expiresIn: number, cache: number | boolean): FastifyJWTOptions => ({
-    namespace,
-    secret,
-    // @fastify/jwt reads a numeric lifetime in seconds.
-    sign: { algorithm: 'HS256', iss: config.JWT_ISSUER, expiresIn: Math.round(expiresIn / 1000) },
-    verify: { ...verify, cache },
-    messages
-  } as FastifyJWTOptions)
+  const kind = (namespace: string, keyRing: KeyRing, expiresIn: number, cache: number | boolean): FastifyJWTOptions => {
+    const signing = keyRing.keys[0]
+    return {
+      namespace,
+      secret: keyRing.algorithm === 'HS256' ? signing.signing : { private: signing.signing, public: signing.verifying },
+      // @fastify/jwt reads a numeric lifetime in seconds.
+      sign: { algorithm: keyRing.algorithm, kid: signing.kid, iss: config.JWT_ISSUER, expiresIn: Math.round(expiresIn / 1000) },
+      verify: { algorithms: [keyRing.algorithm], allowedIss: config.JWT_ISSUER, requiredClaims: ['iss', 'exp'], cache },
+      messages
+    } as FastifyJWTOptions
+  }
   // Access tokens verified once are kept by the bearer check itself (plugins/app/auth.ts), keyed by the token.
-  await app.register(jwt, kind('access', accessSecret, accessMs, false))
+  await app.register(jwt, kind('access', accessRing, accessMs, false))
   // Refresh tokens are verified once each (they rotate): nothing to cache.
-  await app.register(jwt, kind('refresh', refreshSecret, refreshMs, false))
+  await app.register(jwt, kind('refresh', refreshRing, refreshMs, false))
   app.decorate('tokenLifetimes', { accessMs, refreshMs })
+  app.decorate('signingKeys', {
+    algorithm,
+    verifyAccess: ringVerifier(app.jwt.access, accessRing),
+    verifyRefresh: ringVerifier(app.jwt.refresh, refreshRing),
+    jwks: publicJwks(accessRing)
+  })
 }, { name: 'jwt', dependencies: ['config'] })

@@ -7,7 +7,7 @@ import { conventionProblems, routeCollector, type OpenApiDocument } from './conv
 
 // The seed's paths (placemark API and session API) and the health checks, exactly as documented.
 const expectedPaths = [
-  '/health', '/health/ready',
+  '/health', '/health/ready', '/.well-known/jwks.json',
   '/api/auth/identity/login', '/api/auth/identity', '/api/auth/refresh', '/api/auth/logout', '/api/auth/me',
   '/api/auth/sessions', '/api/auth/sessions/{id}', '/api/ghosts',
   '/api/v1/stats', '/api/v1/placemarks', '/api/v1/placemarks/{id}', '/api/v1/timeline/events', '/api/v1/timeline',
