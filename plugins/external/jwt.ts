@@ -75,9 +75,10 @@ export default fp(async function jwtPlugin (app: FastifyInstance) {
   let accessSecret = config.JWT_SECRET
   let refreshSecret = config.JWT_REFRESH_SECRET
   let privateKeys = config.JWT_PRIVATE_KEYS
-  if (algorithm === 'HS256' ? !accessSecret || !refreshSecret : !privateKeys || !refreshSecret) {
+  const unset = [algorithm === 'HS256' ? ['JWT_SECRET', accessSecret] : ['JWT_PRIVATE_KEYS', privateKeys], ['JWT_REFRESH_SECRET', refreshSecret]].filter(([, v]) => !v).map(([name]) => name)
+  if (unset.length) {
     // Only outside production (loadConfig refuses it there): tokens then die with the process.
-    app.log.warn(`${algorithm === 'HS256' ? 'JWT_SECRET' : 'JWT_PRIVATE_KEYS'} / JWT_REFRESH_SECRET not set: using random keys for this process only; tokens will not survive a restart`)
+    app.log.warn(`${unset.join(' / ')} not set: using random keys for this process only; tokens will not survive a restart`)
     accessSecret ??= randomSecret()
     refreshSecret ??= randomSecret()
     if (algorithm !== 'HS256') privateKeys ??= generatePrivateKeyPem(algorithm)
