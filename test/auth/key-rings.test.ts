@@ -99,10 +99,10 @@ t.test('key-ring settings: every problem named, no key material shown', async (t
  * → [B] (A retired once its tokens expired). No one is signed out until A is retired; then its tokens are
  * refused. The refresh ring rotates alongside (JWT_REFRESH_SECRET, always HS256).
  */
-async function rotation (t: Test, algorithm: 'HS256' | 'ES256' | 'EdDSA', ring: (keys: string[]) => Record<string, string>, keys: [string, string], kids: [string, string]) {
+async function rotation (t: Test, kind: 'postgres' | 'pglite', algorithm: 'HS256' | 'ES256' | 'EdDSA', ring: (keys: string[]) => Record<string, string>, keys: [string, string], kids: [string, string]) {
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
-  const handle = await openTestDatabase(t)
+  const handle = await openTestDatabase(t, kind)
   const [refreshA, refreshB] = [secret(), secret()]
   const step = async (access: string[], refreshRing: string[]) => {
     const app = await buildTestApp(t, handle, { CHANGE_POLL_MS: 100000 }, { ...idp.env(), JWT_ALGORITHM: algorithm, ...ring(access), JWT_REFRESH_SECRET: refreshRing.join(',') })
@@ -150,36 +150,39 @@ async function rotation (t: Test, algorithm: 'HS256' | 'ES256' | 'EdDSA', ring: 
   return { handle, idp, s1, s3, four }
 }
 
-t.test('HS256: add, promote and retire a secret with no one signed out', async (t) => {
-  const [A, B] = [secret(), secret()]
-  const { handle, idp, s1, s3, four } = await rotation(t, 'HS256', (keys) => ({ JWT_SECRET: keys.join(',') }), [A, B], [secretKid(A), secretKid(B)])
-  t.not(header(s3.accessToken).kid, B.slice(0, 16), 'the key id is not the secret')
+for (const kind of ['postgres', 'pglite'] as const) {
+  t.test(`HS256 on ${kind}: add, promote and retire a secret with no one signed out`, async (t) => {
+    const [A, B] = [secret(), secret()]
+    const { handle, idp, s1, s3, four } = await rotation(t, kind, 'HS256', (keys) => ({ JWT_SECRET: keys.join(',') }), [A, B], [secretKid(A), secretKid(B)])
+    t.not(header(s3.accessToken).kid, B.slice(0, 16), 'the key id is not the secret')
 
-  // A token signed before key ids existed (no `kid`) verifies with the signing secret, so an upgrade signs no one out.
-  const payload = claims(s3.accessToken)
-  const legacy = await new SignJWT(payload).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(B))
-  t.equal(await me(four, legacy), 200, 'no kid: the signing secret')
-  const sign = (key: string, protectedHeader: Record<string, unknown>) => new SignJWT(payload).setProtectedHeader({ alg: 'HS256', ...protectedHeader }).sign(new TextEncoder().encode(key))
-  t.same(await me(four, await sign(B, { kid: 'unknown-key-id00' })), [401, 'Invalid token'], 'an unknown kid is refused')
-  t.same(await me(four, await sign(A, { kid: secretKid(A) })), [401, 'Invalid token'], 'the retired secret')
-  t.same(await me(four, await sign(A, { kid: secretKid(B) })), [401, 'Invalid token'], 'another secret under the kid of the ring')
-  t.same(await me(four, await sign(B, { kid: 7 })), [401, 'Invalid token'], 'a kid that is not a string')
-  t.same(await me(four, await new SignJWT(payload).setProtectedHeader({ alg: 'HS512', kid: secretKid(B) }).sign(new TextEncoder().encode(B))), [401, 'Invalid token'], 'HS512 is not HS256')
-  t.same(await me(four, s1.accessToken.replace(/^[^.]+/, Buffer.from(JSON.stringify({ alg: 'none', kid: secretKid(B) })).toString('base64url'))), [401, 'Invalid token'], 'alg none')
+    // A token signed before key ids existed (no `kid`) verifies with the signing secret, so an upgrade signs no one out.
+    const payload = claims(s3.accessToken)
+    const legacy = await new SignJWT(payload).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(B))
+    t.equal(await me(four, legacy), 200, 'no kid: the signing secret')
+    const sign = (key: string, protectedHeader: Record<string, unknown>) => new SignJWT(payload).setProtectedHeader({ alg: 'HS256', ...protectedHeader }).sign(new TextEncoder().encode(key))
+    t.same(await me(four, await sign(B, { kid: 'unknown-key-id00' })), [401, 'Invalid token'], 'an unknown kid is refused')
+    t.same(await me(four, await sign(A, { kid: secretKid(A) })), [401, 'Invalid token'], 'the retired secret')
+    t.same(await me(four, await sign(A, { kid: secretKid(B) })), [401, 'Invalid token'], 'another secret under the kid of the ring')
+    t.same(await me(four, await sign(B, { kid: 7 })), [401, 'Invalid token'], 'a kid that is not a string')
+    t.same(await me(four, await new SignJWT(payload).setProtectedHeader({ alg: 'HS512', kid: secretKid(B) }).sign(new TextEncoder().encode(B))), [401, 'Invalid token'], 'HS512 is not HS256')
+    t.same(await me(four, s1.accessToken.replace(/^[^.]+/, Buffer.from(JSON.stringify({ alg: 'none', kid: secretKid(B) })).toString('base64url'))), [401, 'Invalid token'], 'alg none')
 
-  const jwks = await four.inject('/.well-known/jwks.json')
-  t.same([jwks.statusCode, jwks.json()], [404, { error: 'Not Found', message: 'No public keys: access tokens are signed with HS256' }], 'HS256 publishes nothing')
+    const jwks = await four.inject('/.well-known/jwks.json')
+    t.same([jwks.statusCode, jwks.json()], [404, { error: 'Not Found', message: 'No public keys: access tokens are signed with HS256' }], 'HS256 publishes nothing')
 
-  // An ES256 server in development without JWT_PRIVATE_KEYS signs with a key of its own process.
-  const dev = await buildTestApp(t, handle, { CHANGE_POLL_MS: 100000 }, { ...idp.env(), JWT_ALGORITHM: 'ES256' })
-  const token = (await signIn(dev)).accessToken
-  t.equal(await me(dev, token), 200)
-  t.equal((await dev.inject('/.well-known/jwks.json')).json().keys[0].kid, header(token).kid)
-  t.same(await me(dev, s3.accessToken), [401, 'Invalid token'], 'an HS256 token on an ES256 server')
-})
+    // An ES256 server in development without JWT_PRIVATE_KEYS signs with a key of its own process.
+    const dev = await buildTestApp(t, handle, { CHANGE_POLL_MS: 100000 }, { ...idp.env(), JWT_ALGORITHM: 'ES256' })
+    const token = (await signIn(dev)).accessToken
+    t.equal(await me(dev, token), 200)
+    t.equal((await dev.inject('/.well-known/jwks.json')).json().keys[0].kid, header(token).kid)
+    t.same(await me(dev, s3.accessToken), [401, 'Invalid token'], 'an HS256 token on an ES256 server')
+  })
+}
 
-for (const algorithm of ['ES256', 'EdDSA'] as const) {
-  t.test(`${algorithm}: add, promote and retire a key, and a separate verifier reads the JWKS`, async (t) => {
+// ES256 on PostgreSQL, EdDSA on the embedded database.
+for (const [algorithm, kind] of [['ES256', 'postgres'], ['EdDSA', 'pglite']] as const) {
+  t.test(`${algorithm} on ${kind}: add, promote and retire a key, and a separate verifier reads the JWKS`, async (t) => {
     const [A, B] = [pem(algorithm), pem(algorithm)]
     const dir = mkdtempSync(join(tmpdir(), 'key-rings-'))
     t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -190,7 +193,7 @@ for (const algorithm of ['ES256', 'EdDSA'] as const) {
     // The key ids: RFC 7638 thumbprints (computed by jose here), first 16 characters.
     const kidOf = async (key: string) => (await calculateJwkThumbprint(await exportJWK(createPublicKey(key)))).slice(0, 16)
     const kids: [string, string] = [await kidOf(A), await kidOf(B)]
-    const { handle, s1, s3, four } = await rotation(t, algorithm, ring, [A, B], kids)
+    const { handle, s1, s3, four } = await rotation(t, kind, algorithm, ring, [A, B], kids)
 
     const res = await four.inject('/.well-known/jwks.json')
     t.equal(res.statusCode, 200)
