@@ -46,20 +46,17 @@ function ring (built: { ring: KeyRing | null; problems: string[] }): KeyRing {
 }
 
 /**
- * Verification by key id over one namespace. A token of the signing key (or one without `kid`, as tokens
- * signed before key ids existed) goes to the namespace's own verifier, built once for that key; a token
- * of another key of the ring passes that key as the documented per-call `key` option (only while a key is
- * being introduced or retired); a `kid` outside the ring is refused without trying any key.
+ * Verification by key id. Each key of a ring has its @fastify/jwt verifier, built once at start: the
+ * signing namespace's for the first key, a verify-only registration (`secret: { public }`) for each other
+ * one. A token goes to the verifier its `kid` names, one without `kid` (signed before key ids existed) to
+ * the signing key's; a `kid` outside the ring is refused without trying any key.
  */
-function ringVerifier (namespace: JWT, keyRing: KeyRing): (token: string) => Record<string, unknown> {
-  const signingKid = keyRing.keys[0].kid
-  const others = new Map(keyRing.keys.slice(1).map((k) => [k.kid, { key: k.verifying }]))
+function ringVerifier (verifiers: Map<string, JWT>, signing: JWT): (token: string) => Record<string, unknown> {
   return (token) => {
     const kid = headerKid(token)
-    if (kid === undefined || kid === signingKid) return namespace.verify<Record<string, unknown>>(token)
-    const options = kid === null ? undefined : others.get(kid)
-    if (options === undefined) throw new HttpError(401, INVALID)
-    return namespace.verify<Record<string, unknown>>(token, options)
+    const verifier = kid === undefined ? signing : kid === null ? undefined : verifiers.get(kid)
+    if (verifier === undefined) throw new HttpError(401, INVALID)
+    return verifier.verify<Record<string, unknown>>(token)
   }
 }
 
@@ -87,26 +84,34 @@ export default fp(async function jwtPlugin (app: FastifyInstance) {
   const refreshRing = ring(secretRing('JWT_REFRESH_SECRET', refreshSecret!))
   const accessMs = requiredDurationMs('JWT_ACCESS_EXPIRES_IN', config.JWT_ACCESS_EXPIRES_IN)
   const refreshMs = requiredDurationMs('JWT_REFRESH_EXPIRES_IN', config.JWT_REFRESH_EXPIRES_IN)
-  const kind = (namespace: string, keyRing: KeyRing, expiresIn: number, cache: number | boolean): FastifyJWTOptions => {
+  // app.jwt exists once the first namespace is registered.
+  const registered = (namespace: string): JWT => (app.jwt as unknown as Record<string, JWT>)[namespace]!
+  // One token kind: the namespace that signs with the ring's first key (and verifies with it), then a
+  // verify-only namespace for each further key (`accessKey2`, …), all with the same checks.
+  const kind = async (namespace: 'access' | 'refresh', keyRing: KeyRing, expiresIn: number) => {
     const signing = keyRing.keys[0]
-    return {
+    // Tokens verified once are kept by the bearer check itself (plugins/app/auth.ts), keyed by the token;
+    // refresh tokens are verified once each (they rotate): no verify cache either way.
+    const verify = { algorithms: [keyRing.algorithm], allowedIss: config.JWT_ISSUER, requiredClaims: ['iss', 'exp'], cache: false }
+    await app.register(jwt, {
       namespace,
       secret: keyRing.algorithm === 'HS256' ? signing.signing : { private: signing.signing, public: signing.verifying },
       // @fastify/jwt reads a numeric lifetime in seconds.
       sign: { algorithm: keyRing.algorithm, kid: signing.kid, iss: config.JWT_ISSUER, expiresIn: Math.round(expiresIn / 1000) },
-      verify: { algorithms: [keyRing.algorithm], allowedIss: config.JWT_ISSUER, requiredClaims: ['iss', 'exp'], cache },
+      verify,
       messages
-    } as FastifyJWTOptions
+    } as FastifyJWTOptions)
+    const verifiers = new Map([[signing.kid, registered(namespace)]])
+    for (const [i, key] of keyRing.keys.entries()) {
+      if (i === 0) continue
+      const verifyOnly = `${namespace}Key${i + 1}`
+      await app.register(jwt, { namespace: verifyOnly, secret: { public: key.verifying }, verify, messages } as FastifyJWTOptions)
+      verifiers.set(key.kid, registered(verifyOnly))
+    }
+    return ringVerifier(verifiers, registered(namespace))
   }
-  // Access tokens verified once are kept by the bearer check itself (plugins/app/auth.ts), keyed by the token.
-  await app.register(jwt, kind('access', accessRing, accessMs, false))
-  // Refresh tokens are verified once each (they rotate): nothing to cache.
-  await app.register(jwt, kind('refresh', refreshRing, refreshMs, false))
+  const verifyAccess = await kind('access', accessRing, accessMs)
+  const verifyRefresh = await kind('refresh', refreshRing, refreshMs)
   app.decorate('tokenLifetimes', { accessMs, refreshMs })
-  app.decorate('signingKeys', {
-    algorithm,
-    verifyAccess: ringVerifier(app.jwt.access, accessRing),
-    verifyRefresh: ringVerifier(app.jwt.refresh, refreshRing),
-    jwks: publicJwks(accessRing)
-  })
+  app.decorate('signingKeys', { algorithm, verifyAccess, verifyRefresh, jwks: publicJwks(accessRing) })
 }, { name: 'jwt', dependencies: ['config'] })
