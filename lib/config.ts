@@ -1,5 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { ACCESS_ALGORITHMS, MIN_SECRET_LENGTH, privateKeyRing, secretRing, splitSecrets } from './auth/key-ring.ts'
+
+export { MIN_SECRET_LENGTH }
 
 // Environment variables arrive as strings; Value.Convert turns them into the declared types.
 export const ConfigSchema = Type.Object({
@@ -53,8 +56,14 @@ export const ConfigSchema = Type.Object({
   IDP_USER_URL: Type.Optional(Type.String({ minLength: 1 })),
   IDP_GUILDS_URL: Type.Optional(Type.String({ minLength: 1 })),
   IDP_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 5000 }),
+  // The access tokens' algorithm: HS256 with the JWT_SECRET ring, or ES256 / EdDSA with the
+  // JWT_PRIVATE_KEYS ring (public keys then published at /.well-known/jwks.json).
+  JWT_ALGORITHM: Type.Union(ACCESS_ALGORITHMS.map((a) => Type.Literal(a)), { default: 'HS256' }),
+  // Key rings: secrets separated by commas (PEM keys one after another, or a comma list of PEM files,
+  // for JWT_PRIVATE_KEYS); the first signs, every one verifies.
   JWT_SECRET: Type.Optional(Type.String()),
   JWT_REFRESH_SECRET: Type.Optional(Type.String()),
+  JWT_PRIVATE_KEYS: Type.Optional(Type.String()),
   JWT_ISSUER: Type.String({ minLength: 1, default: 'guild-analytics' }),
   JWT_ACCESS_EXPIRES_IN: Type.String({ minLength: 1, default: '15m' }),
   JWT_REFRESH_EXPIRES_IN: Type.String({ minLength: 1, default: '7d' }),
@@ -108,20 +117,28 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>
 
-export const MIN_SECRET_LENGTH = 32
-
-// Production refuses weak signing secrets; development may leave them unset (random ones are generated).
+// Production refuses missing or weak signing keys; development may leave them unset (random ones are
+// generated). Every problem is named by its setting and a key's position, never by the key itself.
 function checkSecrets (raw: RawConfig, isProduction: boolean, problems: string[]): void {
-  const { JWT_SECRET, JWT_REFRESH_SECRET } = raw
+  const { JWT_ALGORITHM, JWT_SECRET, JWT_REFRESH_SECRET, JWT_PRIVATE_KEYS } = raw
+  const asymmetric = JWT_ALGORITHM !== 'HS256'
   for (const [name, value] of [['JWT_SECRET', JWT_SECRET], ['JWT_REFRESH_SECRET', JWT_REFRESH_SECRET]] as const) {
     if (value === undefined) {
-      if (isProduction) problems.push(`${name} is required in production (at least ${MIN_SECRET_LENGTH} characters)`)
-    } else if (value.length < MIN_SECRET_LENGTH) {
-      problems.push(`${name} must be at least ${MIN_SECRET_LENGTH} characters`)
+      // With ES256 or EdDSA, JWT_SECRET signs nothing.
+      if (isProduction && !(asymmetric && name === 'JWT_SECRET')) problems.push(`${name} is required in production (at least ${MIN_SECRET_LENGTH} characters)`)
+    } else {
+      problems.push(...secretRing(name, value).problems)
     }
   }
-  if (JWT_SECRET !== undefined && JWT_SECRET === JWT_REFRESH_SECRET) {
-    problems.push('JWT_SECRET and JWT_REFRESH_SECRET must be different')
+  if (JWT_SECRET !== undefined && JWT_REFRESH_SECRET !== undefined) {
+    const refresh = new Set(splitSecrets(JWT_REFRESH_SECRET))
+    if (splitSecrets(JWT_SECRET).some((s) => refresh.has(s))) problems.push('JWT_SECRET and JWT_REFRESH_SECRET must be different')
+  }
+  if (asymmetric) {
+    if (JWT_PRIVATE_KEYS !== undefined) problems.push(...privateKeyRing('JWT_PRIVATE_KEYS', JWT_PRIVATE_KEYS, JWT_ALGORITHM).problems)
+    else if (isProduction) problems.push(`JWT_PRIVATE_KEYS is required in production with JWT_ALGORITHM=${JWT_ALGORITHM} (PEM private keys, or a comma list of PEM files)`)
+  } else if (JWT_PRIVATE_KEYS !== undefined) {
+    problems.push('JWT_PRIVATE_KEYS is set but JWT_ALGORITHM is HS256: set JWT_ALGORITHM=ES256 or EdDSA to sign with it, or unset it')
   }
 }
 

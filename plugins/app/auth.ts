@@ -87,7 +87,7 @@ export default fp(async function auth (app: FastifyInstance) {
     },
     verifyRefresh: (token: string) => {
       try {
-        const claims = app.jwt.refresh.verify<Record<string, unknown>>(token)
+        const claims = app.signingKeys.verifyRefresh(token)
         return isRefreshClaims(claims) ? claims : null
       } catch {
         return null
@@ -106,10 +106,12 @@ export default fp(async function auth (app: FastifyInstance) {
   // token, about 2 µs on every bearer request, where the token string is its own exact key. A miss is
   // verified by @fastify/jwt (signature, algorithm, issuer, expiry); a kept token past its `exp` is
   // verified again, which refuses it as expired. Revocation is checked on every request, hit or miss.
+  // A miss picks the ring's key by the token's `kid` (plugins/external/jwt.ts).
   const access = app.jwt.access
+  const verifyToken = app.signingKeys.verifyAccess
   const verified = new LRUCache<string, VerifiedAccess>({ max: 10_000 })
   const verifyAccess = (token: string): VerifiedAccess | HttpError => {
-    const claims = access.verify<Record<string, unknown>>(token)
+    const claims = verifyToken(token)
     if (!isAccessClaims(claims)) return new HttpError(401, 'Invalid token')
     const entry = { auth: authContext(claims), expiresAtMs: claims.exp * 1000 }
     verified.set(token, entry)

@@ -39,6 +39,7 @@ const routes = {
   adminSetRole: ['PATCH', '/api/admin/users/{id}'],
   adminSignOutUser: ['DELETE', '/api/admin/users/{id}/sessions'],
   adminReadAudit: ['GET', '/api/admin/audit'],
+  getJsonWebKeySet: ['GET', '/.well-known/jwks.json'],
   listGuildGhosts: ['GET', '/api/ghosts'],
   getStats: ['GET', '/api/v1/stats'],
   listFolders: ['GET', '/api/v1/folders'],

@@ -65,7 +65,8 @@ t.test('every error example of a route is an answer that route really gives', as
     'signIn 401 Invalid state': { request: { url: '/api/auth/identity?code=ok&state=forged' } },
     'signIn 403 The identity provider did not grant the identify and guilds scopes': { request: { url: '/api/auth/identity?code=ok' }, idp: () => { idp.mode = 'missing-scope' } },
     'signIn 502 Identity provider unavailable': { request: { url: '/api/auth/identity?code=ok' }, idp: () => { idp.mode = 'server-error' } },
-    'signIn 502 Identity provider returned an unusable answer': { request: { url: '/api/auth/identity?code=ok' }, idp: () => { idp.rawUser = '[]' } }
+    'signIn 502 Identity provider returned an unusable answer': { request: { url: '/api/auth/identity?code=ok' }, idp: () => { idp.rawUser = '[]' } },
+    'getJsonWebKeySet 404 No public keys: access tokens are signed with HS256': { request: { url: '/.well-known/jwks.json' } }
   }
 
   // The state check needs the state cookie of a sign-in started here.

@@ -7,7 +7,7 @@ import { conventionProblems, routeCollector, type OpenApiDocument } from './conv
 
 // The seed's paths (placemark API and session API), the health checks and what the service added, exactly as documented.
 const expectedPaths = [
-  '/health', '/health/ready',
+  '/health', '/health/ready', '/.well-known/jwks.json',
   '/api/auth/identity/login', '/api/auth/identity', '/api/auth/refresh', '/api/auth/logout', '/api/auth/me',
   '/api/auth/sessions', '/api/auth/sessions/{id}', '/api/auth/history', '/api/auth/me/export', '/api/ghosts',
   '/api/admin/users', '/api/admin/users/{id}', '/api/admin/users/{id}/sessions', '/api/admin/audit',
