@@ -6,7 +6,7 @@ import * as activityRank from './004_activity_rank.ts'
 import * as usersUpdated from './005_users_updated.ts'
 import * as authRetention from './006_auth_retention.ts'
 import * as changeBus from './007_change_bus.ts'
-import * as audit from './009_audit.ts'
+import * as audit from './011_audit.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -17,5 +17,5 @@ export const migrations: Record<string, Migration> = {
   '005_users_updated': usersUpdated,
   '006_auth_retention': authRetention,
   '007_change_bus': changeBus,
-  '009_audit': audit
+  '011_audit': audit
 }
