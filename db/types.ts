@@ -83,15 +83,24 @@ export interface RefreshTokenTable {
   rotated_at: Date | null
 }
 
-export type ActivityType = 'typing' | 'message'
+export type ActivityType = 'message' | 'typing' | 'message_delete' | 'reaction' | 'presence' | 'role_change' | 'join' | 'leave'
 
 export interface ActivityEventTable {
   guild_id: string
-  channel_id: string
+  channel_id: string | null
   user_id: string
   username: string
   type: ActivityType
   created_at: ColumnType<Date, Date | string, Date | string>
+  // The sender's id, unique per guild when given.
+  event_id: string | null
+  latency_ms: number | null
+  status: 'online' | 'idle' | 'dnd' | 'offline' | null
+  clients: string[] | null
+  role_id: string | null
+  change: 'added' | 'removed' | null
+  // Storage order.
+  seq: ColumnType<string, never, never>
 }
 
 // Rollup per guild, UTC day and user, maintained by every activity load.
@@ -109,6 +118,7 @@ export interface ActivityUserTable {
   user_id: string
   username: string
   last_seen_at: ColumnType<Date, Date | string, Date | string>
+  first_seen_at: ColumnType<Date, Date | string, Date | string>
   typing_count: number
   message_count: number
 }

@@ -6,6 +6,7 @@ import * as activityRank from './004_activity_rank.ts'
 import * as usersUpdated from './005_users_updated.ts'
 import * as authRetention from './006_auth_retention.ts'
 import * as changeBus from './007_change_bus.ts'
+import * as activityEvents from './008_activity_events.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -15,5 +16,6 @@ export const migrations: Record<string, Migration> = {
   '004_activity_rank': activityRank,
   '005_users_updated': usersUpdated,
   '006_auth_retention': authRetention,
-  '007_change_bus': changeBus
+  '007_change_bus': changeBus,
+  '008_activity_events': activityEvents
 }
