@@ -99,7 +99,14 @@ export function * syntheticActivity (o: SyntheticOptions): Generator<ActivityEve
     kind[n] = n < DEMO_USERS.length ? 0 : k < 0.08 ? LURKER : k < 0.16 ? SHIFT_UP : k < 0.24 ? SHIFT_DOWN : 0
     const d = userTrait(o.seed, n, 5)
     devices.push(d < 0.12 ? ['desktop', 'mobile'] : d < 0.2 ? ['desktop', 'web', 'mobile'] : d < 0.25 ? ['web', 'mobile'] : d < 0.7 ? ['desktop'] : d < 0.9 ? ['mobile'] : ['web'])
-    if (userTrait(o.seed, n, 6) < 0.15) newDeviceAt[n] = start + userTrait(o.seed, n, 7) * days * DAY
+    // A new kind of device, taken up in the last two weeks.
+    if (userTrait(o.seed, n, 6) < 0.2) newDeviceAt[n] = end - Math.floor(userTrait(o.seed, n, 7) * Math.min(days, 14) * DAY)
+    // The demo users: ada on desktop and phone, grace on desktop who starts using the web client three days before the end.
+    if (n === 0) devices[n] = ['desktop', 'mobile']
+    if (n === 1) {
+      devices[n] = ['desktop']
+      newDeviceAt[n] = end - 3 * DAY
+    }
     deleter[n] = userTrait(o.seed, n, 8) < 0.08 ? 1 : 0
     fastReactor[n] = userTrait(o.seed, n, 9) < 0.1 ? 1 : 0
     churner[n] = userTrait(o.seed, n, 10) < 0.06 ? 1 : 0

@@ -47,6 +47,29 @@ t.test('every error example of a route is an answer that route really gives', as
     'signIn 502 Identity provider returned an unusable answer': { request: { url: '/api/auth/identity?code=ok' }, idp: () => { idp.rawUser = '[]' } }
   }
 
+  // The analytics routes' examples: the common ones on each, then each route's own.
+  const analytics: [string, string][] = [['listGuildLurkers', '/api/lurkers'], ['getGuildHeatmap', '/api/heatmap'], ['listGuildRoleDrift', '/api/roles'],
+    ['getGuildClientDrift', '/api/clients'], ['listGuildBehaviourShifts', '/api/shifts'], ['listGuildSuspicion', '/api/suspicion'],
+    ['listMemberActivity', '/api/members/100000000000000001/activity']]
+  const allowed = 'guildId=900000000000000001'
+  for (const [operation, path] of analytics) {
+    triggers[`${operation} 400 querystring must have required property 'guildId'`] = { request: { url: path, headers: bearer } }
+    triggers[`${operation} 400 querystring/since must be before until`] = { request: { url: `${path}?${allowed}&since=2025-01-02&until=2025-01-01`, headers: bearer } }
+    triggers[`${operation} 403 Insufficient permissions`] = { request: { url: `${path}?guildId=700000000000000001`, headers: bearer } }
+  }
+  const own: [string, string][] = [
+    ['listGuildLurkers 400 querystring/minPresence must be >= 1', `/api/lurkers?${allowed}&minPresence=0`],
+    ['getGuildHeatmap 400 querystring/timeZone: unknown time zone "Mars/Olympus"', `/api/heatmap?${allowed}&timeZone=Mars/Olympus`],
+    ['listGuildRoleDrift 400 querystring/limit must be <= 1000', `/api/roles?${allowed}&limit=1001`],
+    ['getGuildClientDrift 400 querystring/until must be an ISO 8601 date-time', `/api/clients?${allowed}&until=soon`],
+    ['listGuildBehaviourShifts 400 querystring/minEvents must be <= 100000', `/api/shifts?${allowed}&minEvents=100001`],
+    ['listGuildSuspicion 400 querystring/minScore must be <= 100', `/api/suspicion?${allowed}&minScore=101`],
+    ['listMemberActivity 400 querystring/types: unknown type "voice" (known: message, typing, message_delete, reaction, presence, role_change, join, leave)',
+      `/api/members/100000000000000001/activity?${allowed}&types=voice`],
+    ['listMemberActivity 400 querystring/cursor is not a cursor of this query', `/api/members/100000000000000001/activity?${allowed}&cursor=forged`]
+  ]
+  for (const [key, url] of own) triggers[key] = { request: { url, headers: bearer } }
+
   // The state check needs the state cookie of a sign-in started here.
   const login = await app.inject({ url: '/api/auth/identity/login', headers: { host: new URL(app.config.PUBLIC_URL).host } })
   t.equal(login.statusCode, 302)
