@@ -11,6 +11,8 @@ export interface LoadOptions {
   batchSize?: number
   // Called about once a second with the number of events read so far.
   onProgress?: (events: number) => void
+  // Refresh the planner's statistics after the load (default true); small frequent loads (the API) skip it.
+  analyze?: boolean
 }
 
 export interface LoadSummary {
@@ -202,7 +204,7 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
     client.release()
     // Fresh statistics, so the planner sees a large load at once, and the rollups' visibility maps set
     // for index-only scans (best effort: the data is committed).
-    if (postgres && s.events > 0) {
+    if (postgres && s.events > 0 && options.analyze !== false) {
       await handle.pool.query('VACUUM (ANALYZE) activity_daily, activity_users').catch(() => {})
       await handle.pool.query('ANALYZE activity_events').catch(() => {})
     }

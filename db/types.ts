@@ -123,6 +123,19 @@ export interface ActivityUserTable {
   message_count: number
 }
 
+export interface ApiKeyTable {
+  id: Generated<string>
+  name: string
+  // SHA-256 of the key, hex.
+  key_hash: string
+  // The key's first characters, to tell keys apart in a listing.
+  prefix: string
+  guild_ids: string[]
+  created_at: Generated<Date>
+  last_used_at: Date | null
+  revoked_at: Date | null
+}
+
 export interface ChangeLogTable {
   id: Generated<string>
   kind: string
@@ -143,6 +156,7 @@ export interface Database {
   activity_daily: ActivityDailyTable
   activity_users: ActivityUserTable
   change_log: ChangeLogTable
+  api_keys: ApiKeyTable
 }
 
 export type { Generated }

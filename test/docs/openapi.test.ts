@@ -10,7 +10,7 @@ const expectedPaths = [
   '/health', '/health/ready',
   '/api/auth/identity/login', '/api/auth/identity', '/api/auth/refresh', '/api/auth/logout', '/api/auth/me',
   '/api/auth/sessions', '/api/auth/sessions/{id}', '/api/ghosts',
-  '/api/lurkers', '/api/heatmap', '/api/roles', '/api/clients', '/api/shifts', '/api/suspicion', '/api/members/{userId}/activity',
+  '/api/lurkers', '/api/heatmap', '/api/roles', '/api/clients', '/api/shifts', '/api/suspicion', '/api/members/{userId}/activity', '/api/activity',
   '/api/v1/stats', '/api/v1/placemarks', '/api/v1/placemarks/{id}', '/api/v1/timeline/events', '/api/v1/timeline',
   '/api/v1/spatial/bbox', '/api/v1/folders'
 ]

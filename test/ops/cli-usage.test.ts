@@ -14,7 +14,7 @@ import { checkEnvSyntax, EnvFileError, loadEnvFile } from '../../lib/env-file.ts
 import { browserUrl, logFormat, loggerOptions, startupMessage } from '../../lib/logger.ts'
 import { ByteProgress, formatBytes, formatDuration } from '../../scripts/progress.ts'
 
-const SCRIPTS = ['import', 'import-activity', 'seed-activity', 'generate-kml', 'user-role', 'migrate', 'bench']
+const SCRIPTS = ['import', 'import-activity', 'seed-activity', 'generate-kml', 'user-role', 'apikey', 'migrate', 'bench']
 const tsxLoader = import.meta.resolve('tsx')
 const noStack = (text: string) => !/^\s+at /m.test(text)
 
