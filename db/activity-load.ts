@@ -45,6 +45,26 @@ type Value = BulkValue
 const STORED_COLUMNS = ['guild_id', 'channel_id', 'user_id', 'username', 'type', 'created_at', 'event_id', 'latency_ms', 'status', 'clients', 'role_id', 'change']
 const STAGE_COLUMNS = ['ord', ...STORED_COLUMNS]
 
+// The daily rollup's columns, their aggregates over the staged events and how a load merges them.
+const DAILY: [column: string, aggregate: string, merge: 'sum' | 'or' | 'max'][] = [
+  ['typing_count', "count(*) FILTER (WHERE type = 'typing')", 'sum'],
+  ['message_count', "count(*) FILTER (WHERE type = 'message')", 'sum'],
+  ['event_count', 'count(*)', 'sum'],
+  ['presence_count', "count(*) FILTER (WHERE type = 'presence')", 'sum'],
+  ['multi_presence_count', "count(*) FILTER (WHERE type = 'presence' AND cardinality(clients) >= 2)", 'sum'],
+  ['reaction_count', "count(*) FILTER (WHERE type = 'reaction')", 'sum'],
+  ['timed_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms IS NOT NULL)", 'sum'],
+  ['fast_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms < 3000)", 'sum'],
+  ['delete_count', "count(*) FILTER (WHERE type = 'message_delete')", 'sum'],
+  ['role_added_count', "count(*) FILTER (WHERE type = 'role_change' AND change = 'added')", 'sum'],
+  ['role_removed_count', "count(*) FILTER (WHERE type = 'role_change' AND change = 'removed')", 'sum'],
+  ['client_mask', `coalesce(bit_or((CASE WHEN 'desktop' = ANY(clients) THEN 1 ELSE 0 END | CASE WHEN 'web' = ANY(clients) THEN 2 ELSE 0 END |
+    CASE WHEN 'mobile' = ANY(clients) THEN 4 ELSE 0 END)) FILTER (WHERE type = 'presence'), 0)`, 'or'],
+  ['last_presence_at', "max(created_at) FILTER (WHERE type = 'presence')", 'max']
+]
+const mergeDaily = ([column, , merge]: typeof DAILY[number]) =>
+  merge === 'sum' ? `${column} = d.${column} + EXCLUDED.${column}` : merge === 'or' ? `${column} = d.${column} | EXCLUDED.${column}` : `${column} = greatest(d.${column}, EXCLUDED.${column})`
+
 const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
 
 /**
@@ -79,8 +99,8 @@ async function dropIndexes (client: pg.PoolClient, table: string): Promise<strin
  * Events stream into a staging table (COPY on PostgreSQL, batched INSERTs on PGlite) numbered in
  * arrival order. Duplicates (an id seen earlier in the load, or already stored for the guild) are
  * removed there and counted; the rest go into activity_events in arrival order, and the rollups
- * (activity_daily per guild, UTC day and member; activity_users per member) are merged from the
- * staging table, one statement each. A guild with new events is announced on the change bus
+ * (activity_daily per guild, UTC day and member; activity_users per member; activity_member_clients;
+ * activity_channel_quarters) are merged from the staging table, one statement each. A guild with new events is announced on the change bus
  * ('activity', its id) when the load commits.
  *
  * A table that is empty when the load starts (a first load, or --replace) is filled without its
@@ -97,7 +117,7 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
   try {
     await client.query('BEGIN')
     await client.query('SELECT pg_advisory_xact_lock($1)', [LOAD_LOCK])
-    if (options.replace) await client.query('TRUNCATE activity_events, activity_daily, activity_users')
+    if (options.replace) await client.query('TRUNCATE activity_events, activity_daily, activity_users, activity_member_clients, activity_channel_quarters')
     // Room for the sorts and aggregations over staged rows.
     await client.query("SET LOCAL work_mem = '256MB'")
     await client.query(`CREATE TEMP TABLE load_events (ord int8, guild_id text COLLATE "C", channel_id text COLLATE "C",
@@ -172,20 +192,28 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
       SELECT ${STORED_COLUMNS.join(', ')} FROM load_events ORDER BY ord`)
     // Upserts go in key order, like the index; inserts into a table without indexes need no order.
     await client.query(`
-      INSERT INTO activity_daily AS d (guild_id, day, user_id, typing_count, message_count)
-      SELECT guild_id, (created_at AT TIME ZONE 'UTC')::date, user_id,
-        count(*) FILTER (WHERE type = 'typing'), count(*) FILTER (WHERE type = 'message')
-      FROM load_events WHERE type IN ('typing', 'message') GROUP BY 1, 2, 3
-      ${empty.daily
-? ''
-: `ORDER BY 1, 2, 3 ON CONFLICT (guild_id, day, user_id) DO UPDATE SET
-        typing_count = d.typing_count + EXCLUDED.typing_count,
-        message_count = d.message_count + EXCLUDED.message_count`}`)
+      INSERT INTO activity_daily AS d (guild_id, day, user_id, ${DAILY.map(([c]) => c).join(', ')})
+      SELECT guild_id, (created_at AT TIME ZONE 'UTC')::date, user_id, ${DAILY.map(([, a]) => a).join(', ')}
+      FROM load_events GROUP BY 1, 2, 3
+      ${empty.daily ? '' : `ORDER BY 1, 2, 3 ON CONFLICT (guild_id, day, user_id) DO UPDATE SET ${DAILY.map(mergeDaily).join(', ')}`}`)
+    // A member's first presence listing each client; message and typing events per channel and quarter hour.
+    await client.query(`
+      INSERT INTO activity_member_clients AS m (guild_id, user_id, client, first_seen_at)
+      SELECT l.guild_id, l.user_id, c.client, min(l.created_at) FROM load_events l CROSS JOIN LATERAL unnest(l.clients) AS c(client)
+      WHERE l.type = 'presence' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+      ON CONFLICT (guild_id, user_id, client) DO UPDATE SET first_seen_at = least(m.first_seen_at, EXCLUDED.first_seen_at)`)
+    await client.query(`
+      INSERT INTO activity_channel_quarters AS q (guild_id, quarter, channel_id, message_count, typing_count)
+      SELECT guild_id, date_bin('15 minutes', created_at, '2000-01-01T00:00:00Z'), channel_id,
+        count(*) FILTER (WHERE type = 'message'), count(*) FILTER (WHERE type = 'typing')
+      FROM load_events WHERE type IN ('message', 'typing') GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+      ON CONFLICT (guild_id, quarter, channel_id) DO UPDATE SET
+        message_count = q.message_count + EXCLUDED.message_count, typing_count = q.typing_count + EXCLUDED.typing_count`)
     // The username of the member's latest event; of events at the same instant, the one stored last.
     await client.query(`
-      INSERT INTO activity_users AS u (guild_id, user_id, username, last_seen_at, first_seen_at, typing_count, message_count)
+      INSERT INTO activity_users AS u (guild_id, user_id, username, last_seen_at, first_seen_at, first_presence_at, typing_count, message_count)
       SELECT guild_id, user_id, (array_agg(username ORDER BY created_at DESC, ord DESC))[1], max(created_at), min(created_at),
-        count(*) FILTER (WHERE type = 'typing'), count(*) FILTER (WHERE type = 'message')
+        min(created_at) FILTER (WHERE type = 'presence'), count(*) FILTER (WHERE type = 'typing'), count(*) FILTER (WHERE type = 'message')
       FROM load_events GROUP BY 1, 2
       ${empty.users
 ? ''
@@ -194,7 +222,8 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
         message_count = u.message_count + EXCLUDED.message_count,
         username = CASE WHEN EXCLUDED.last_seen_at >= u.last_seen_at THEN EXCLUDED.username ELSE u.username END,
         last_seen_at = greatest(u.last_seen_at, EXCLUDED.last_seen_at),
-        first_seen_at = least(u.first_seen_at, EXCLUDED.first_seen_at)`}`)
+        first_seen_at = least(u.first_seen_at, EXCLUDED.first_seen_at),
+        first_presence_at = least(u.first_presence_at, EXCLUDED.first_presence_at)`}`)
     if (rebuild.length) {
       await client.query("SET LOCAL maintenance_work_mem = '512MB'")
       for (const statement of rebuild) await client.query(statement)

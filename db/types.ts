@@ -110,6 +110,35 @@ export interface ActivityDailyTable {
   user_id: string
   typing_count: number
   message_count: number
+  event_count: number
+  presence_count: number
+  multi_presence_count: number
+  reaction_count: number
+  timed_reaction_count: number
+  fast_reaction_count: number
+  delete_count: number
+  role_added_count: number
+  role_removed_count: number
+  // Clients of the day's presence events: desktop 1, web 2, mobile 4.
+  client_mask: number
+  last_presence_at: Date | null
+}
+
+// A member's first presence listing each client.
+export interface ActivityMemberClientTable {
+  guild_id: string
+  user_id: string
+  client: string
+  first_seen_at: Date
+}
+
+// Message and typing events per channel and quarter hour (UTC-aligned).
+export interface ActivityChannelQuarterTable {
+  guild_id: string
+  quarter: Date
+  channel_id: string
+  message_count: number
+  typing_count: number
 }
 
 // Per guild member: all-time counts and the username of their latest event.
@@ -119,6 +148,7 @@ export interface ActivityUserTable {
   username: string
   last_seen_at: ColumnType<Date, Date | string, Date | string>
   first_seen_at: ColumnType<Date, Date | string, Date | string>
+  first_presence_at: Date | null
   typing_count: number
   message_count: number
 }
@@ -157,6 +187,8 @@ export interface Database {
   activity_users: ActivityUserTable
   change_log: ChangeLogTable
   api_keys: ApiKeyTable
+  activity_member_clients: ActivityMemberClientTable
+  activity_channel_quarters: ActivityChannelQuarterTable
 }
 
 export type { Generated }

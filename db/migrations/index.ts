@@ -8,6 +8,7 @@ import * as authRetention from './006_auth_retention.ts'
 import * as changeBus from './007_change_bus.ts'
 import * as activityEvents from './008_activity_events.ts'
 import * as apiKeys from './009_api_keys.ts'
+import * as activityRollups from './010_activity_rollups.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -19,5 +20,6 @@ export const migrations: Record<string, Migration> = {
   '006_auth_retention': authRetention,
   '007_change_bus': changeBus,
   '008_activity_events': activityEvents,
-  '009_api_keys': apiKeys
+  '009_api_keys': apiKeys,
+  '010_activity_rollups': activityRollups
 }

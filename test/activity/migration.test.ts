@@ -70,9 +70,17 @@ for (const kind of dbKinds) {
       ('g', 'b', 'bee', 'join', '2025-03-03T00:00:00Z', 'e1')`.execute(handle.db), /unique/, 'an id once per guild')
     await t.rejects(sql`INSERT INTO activity_events (guild_id, user_id, username, type, created_at) VALUES
       ('g', 'b', 'bee', 'voice', '2025-03-03T00:00:00Z')`.execute(handle.db), /check/)
+    // 010 fills the rollups from the stored events.
+    await step('010_activity_rollups')
+    const { rows: [daily] } = await sql<{ p: number; mask: number; e: number }>`SELECT sum(presence_count)::int AS p, bit_or(client_mask)::int AS mask, sum(event_count)::int AS e FROM activity_daily`.execute(handle.db)
+    t.same(daily, { p: 1, mask: 2, e: 3 }, 'the daily rollup counts every type')
+    const { rows: quarters } = await sql<{ n: number }>`SELECT sum(message_count + typing_count)::int AS n FROM activity_channel_quarters`.execute(handle.db)
+    t.equal(quarters[0].n, 2)
+    const { rows: clients } = await sql<{ client: string }>`SELECT client FROM activity_member_clients`.execute(handle.db)
+    t.same(clients, [{ client: 'web' }])
     await step('007_change_bus')
     const { rows: after } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM activity_events`.execute(handle.db)
     t.equal(after[0].n, 2, 'down keeps the typing and message events')
-    await step('008_activity_events')
+    await step('010_activity_rollups')
   })
 }
