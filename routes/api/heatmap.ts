@@ -21,7 +21,6 @@ const Cell = Type.Object({
 
 const HeatmapResponse = Type.Object({
   ...echo,
-  timeZone: Type.String({ description: 'The time zone of the cells', examples: ['Europe/Paris'] }),
   channels: Type.Array(Channel),
   cells: Type.Array(Cell)
 }, {
@@ -31,7 +30,6 @@ const HeatmapResponse = Type.Object({
     guildId: '700000000000000001',
     since: null,
     until: '2026-01-01T00:00:00.000Z',
-    timeZone: 'Europe/Paris',
     channels: [{ channelId: '720000000000000001', messages: 120, typing: 340 }],
     cells: [{ channelId: '720000000000000001', dayOfWeek: 4, hour: 21, messages: 7, typing: 19 }]
   }]
@@ -49,7 +47,6 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
         'with most messages + typing (desc, then channelId byte order). `cells`: the non-zero cells of those channels,',
         'sorted by channelId, dayOfWeek (0 = Monday), hour. Across a DST change each event counts in its own local hour',
         '(the repeated hour of the autumn change holds both, the skipped hour of the spring change none).',
-        'The answer also echoes `timeZone`.',
         rules()
       ].join('\n'),
       security: [{ bearerAuth: [] }],
@@ -88,7 +85,6 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
       guildId,
       since: w.since === null ? null : new Date(w.since).toISOString(),
       until: new Date(w.until).toISOString(),
-      timeZone,
       channels,
       cells: cells.filter((c) => kept.has(c.channelId))
     }
