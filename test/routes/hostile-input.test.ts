@@ -14,6 +14,13 @@ const valid: Record<string, { path: string; query: Record<string, string>; statu
   'GET /api/v1/timeline': { path: '/api/v1/timeline', query: { format: 'geojson' } },
   'GET /api/v1/timeline/events': { path: '/api/v1/timeline/events', query: { format: 'json' } },
   'GET /api/ghosts': { path: '/api/ghosts', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', limit: '5' } },
+  'GET /api/lurkers': { path: '/api/lurkers', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', until: '2026-01-01T00:00:00Z', limit: '5', minPresence: '2' } },
+  'GET /api/heatmap': { path: '/api/heatmap', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', until: '2026-01-01T00:00:00Z', limit: '5', timeZone: 'Europe/Paris' } },
+  'GET /api/roles': { path: '/api/roles', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', until: '2026-01-01T00:00:00Z', limit: '5' } },
+  'GET /api/clients': { path: '/api/clients', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', until: '2026-01-01T00:00:00Z', limit: '5' } },
+  'GET /api/shifts': { path: '/api/shifts', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', until: '2026-01-01T00:00:00Z', limit: '5', minEvents: '3' } },
+  'GET /api/suspicion': { path: '/api/suspicion', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', until: '2026-01-01T00:00:00Z', limit: '5', minScore: '10' } },
+  'GET /api/members/{userId}/activity': { path: '/api/members/100000000000000001/activity', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', until: '2026-01-01T00:00:00Z', limit: '5', types: 'message' } },
   'GET /api/auth/identity': { path: '/api/auth/identity', query: { code: 'ok', state: 'anything' } },
   'DELETE /api/auth/sessions/{id}': { path: '/api/auth/sessions/none', query: {}, status: 404 }
 }
@@ -63,7 +70,7 @@ t.test('hostile parameter values answer 400 on every route, never 500', async (t
     if (!base) return
     const res = await app.inject({
       method: method as 'GET',
-      url: where === 'path' ? url(base.path.replace(/\/[^/]+$/, `/${encodeURIComponent(label)}`), base.query) : url(base.path, { ...base.query, [name]: label }),
+      url: where === 'path' ? url(path.replace(`{${name}}`, encodeURIComponent(label)), base.query) : url(base.path, { ...base.query, [name]: label }),
       headers
     })
     t.equal(res.statusCode, 400, `${target} = ${JSON.stringify(label)}: 400`)
