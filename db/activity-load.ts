@@ -1,24 +1,29 @@
 import type pg from 'pg'
 import type { DatabaseHandle } from './handle.ts'
-import { bulkWriter, type BulkWriter } from './bulk.ts'
+import { bulkWriter, type BulkValue, type BulkWriter } from './bulk.ts'
 import type { ActivityEvent } from '../lib/activity/event.ts'
-import { canonicalInstant, Rollup } from '../lib/activity/rollup.ts'
+import { canonicalInstant } from '../lib/activity/rollup.ts'
 
 export interface LoadOptions {
   // Empties the activity tables first, in the same transaction.
   replace?: boolean
   // Rows per INSERT where COPY is not available (PGlite).
   batchSize?: number
-  // Distinct (guild, user, day) rollup rows kept in memory before they are written out to a staging table.
-  maxRollupRows?: number
   // Called about once a second with the number of events read so far.
   onProgress?: (events: number) => void
+  // Refresh the planner's statistics after the load (default true); small frequent loads (the API) skip it.
+  analyze?: boolean
 }
 
 export interface LoadSummary {
+  // Events stored (duplicates not included).
   events: number
+  // Events skipped because their (guildId, id) was stored already or came earlier in the same load.
+  duplicates: number
   typing: number
   messages: number
+  // Stored events per type.
+  types: Record<string, number>
   guilds: number
   users: number
   days: number
@@ -34,12 +39,31 @@ export class LoadAborted extends Error {
 // Key of the transaction-level advisory lock that runs loads one at a time.
 const LOAD_LOCK = 0x61637476
 
-type Value = string | number
+type Value = BulkValue
 
-// Columns of the loads' tables, in the order of their rows.
-const EVENT_COLUMNS = ['guild_id', 'channel_id', 'user_id', 'username', 'type', 'created_at']
-const DAILY_COLUMNS = ['guild_id', 'day', 'user_id', 't', 'm']
-const MEMBER_COLUMNS = ['guild_id', 'user_id', 'username', 'last_at', 't', 'm']
+// Columns of the staged events, in the order of their rows; all but `ord` go to activity_events.
+const STORED_COLUMNS = ['guild_id', 'channel_id', 'user_id', 'username', 'type', 'created_at', 'event_id', 'latency_ms', 'status', 'clients', 'role_id', 'change']
+const STAGE_COLUMNS = ['ord', ...STORED_COLUMNS]
+
+// The daily rollup's columns, their aggregates over the staged events and how a load merges them.
+const DAILY: [column: string, aggregate: string, merge: 'sum' | 'or' | 'max'][] = [
+  ['typing_count', "count(*) FILTER (WHERE type = 'typing')", 'sum'],
+  ['message_count', "count(*) FILTER (WHERE type = 'message')", 'sum'],
+  ['event_count', 'count(*)', 'sum'],
+  ['presence_count', "count(*) FILTER (WHERE type = 'presence')", 'sum'],
+  ['multi_presence_count', "count(*) FILTER (WHERE type = 'presence' AND cardinality(clients) >= 2)", 'sum'],
+  ['reaction_count', "count(*) FILTER (WHERE type = 'reaction')", 'sum'],
+  ['timed_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms IS NOT NULL)", 'sum'],
+  ['fast_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms < 3000)", 'sum'],
+  ['delete_count', "count(*) FILTER (WHERE type = 'message_delete')", 'sum'],
+  ['role_added_count', "count(*) FILTER (WHERE type = 'role_change' AND change = 'added')", 'sum'],
+  ['role_removed_count', "count(*) FILTER (WHERE type = 'role_change' AND change = 'removed')", 'sum'],
+  ['client_mask', `coalesce(bit_or((CASE WHEN 'desktop' = ANY(clients) THEN 1 ELSE 0 END | CASE WHEN 'web' = ANY(clients) THEN 2 ELSE 0 END |
+    CASE WHEN 'mobile' = ANY(clients) THEN 4 ELSE 0 END)) FILTER (WHERE type = 'presence'), 0)`, 'or'],
+  ['last_presence_at', "max(created_at) FILTER (WHERE type = 'presence')", 'max']
+]
+const mergeDaily = ([column, , merge]: typeof DAILY[number]) =>
+  merge === 'sum' ? `${column} = d.${column} + EXCLUDED.${column}` : merge === 'or' ? `${column} = d.${column} | EXCLUDED.${column}` : `${column} = greatest(d.${column}, EXCLUDED.${column})`
 
 const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
 
@@ -72,33 +96,33 @@ async function dropIndexes (client: pg.PoolClient, table: string): Promise<strin
  * Loads events in one transaction: all of them or, on any error (or LoadAborted from the source),
  * none. Loads run one at a time.
  *
- * Raw events stream into activity_events (COPY on PostgreSQL, batched INSERTs on PGlite) while the
- * (guild, day, user) rollup and the per-member totals are added up in memory; those are then merged
- * into activity_daily and activity_users, one statement each. Memory is bounded by maxRollupRows:
- * beyond it the partial rollup is staged in a temporary table and merged at the end.
+ * Events stream into a staging table (COPY on PostgreSQL, batched INSERTs on PGlite) numbered in
+ * arrival order. Duplicates (an id seen earlier in the load, or already stored for the guild) are
+ * removed there and counted; the rest go into activity_events in arrival order, and the rollups
+ * (activity_daily per guild, UTC day and member; activity_users per member; activity_member_clients;
+ * activity_channel_quarters) are merged from the staging table, one statement each. A guild with new events is announced on the change bus
+ * ('activity', its id) when the load commits.
  *
  * A table that is empty when the load starts (a first load, or --replace) is filled without its
- * indexes, which are rebuilt before commit; that holds its exclusive lock until the commit. Into a
- * filled activity_events, PostgreSQL loads stage the rows and insert them sorted like the index.
+ * indexes, which are rebuilt before commit; that holds its exclusive lock until the commit.
  */
 export async function loadActivity (handle: DatabaseHandle, events: AsyncIterable<ActivityEvent> | Iterable<ActivityEvent>, options: LoadOptions = {}): Promise<LoadSummary> {
   const started = performance.now()
   const batchSize = options.batchSize ?? 5000
-  const maxRollupRows = options.maxRollupRows ?? 1_000_000
   const postgres = handle.kind === 'postgres'
   const client = await handle.pool.connect()
-  const open = (table: string, columns: string[]) => bulkWriter(client, handle.kind, table, columns, { batchRows: batchSize })
   let sink: BulkWriter | null = null
   let n = 0
-  let typing = 0
+  let withIds = 0
   try {
     await client.query('BEGIN')
     await client.query('SELECT pg_advisory_xact_lock($1)', [LOAD_LOCK])
-    if (options.replace) await client.query('TRUNCATE activity_events, activity_daily, activity_users')
+    if (options.replace) await client.query('TRUNCATE activity_events, activity_daily, activity_users, activity_member_clients, activity_channel_quarters')
     // Room for the sorts and aggregations over staged rows.
     await client.query("SET LOCAL work_mem = '256MB'")
-    await client.query('CREATE TEMP TABLE load_daily (guild_id text COLLATE "C", day date, user_id text COLLATE "C", t int4, m int4) ON COMMIT DROP')
-    await client.query('CREATE TEMP TABLE load_members (guild_id text COLLATE "C", user_id text COLLATE "C", username text, last_at timestamptz, t int8, m int8) ON COMMIT DROP')
+    await client.query(`CREATE TEMP TABLE load_events (ord int8, guild_id text COLLATE "C", channel_id text COLLATE "C",
+      user_id text COLLATE "C", username text, type text, created_at timestamptz, event_id text COLLATE "C", latency_ms int4,
+      status text, clients text[], role_id text COLLATE "C", change text) ON COMMIT DROP`)
     const { rows: [empty] } = await client.query<{ events: boolean; daily: boolean; users: boolean }>(`SELECT
       NOT EXISTS (SELECT 1 FROM activity_events) AS events, NOT EXISTS (SELECT 1 FROM activity_daily) AS daily,
       NOT EXISTS (SELECT 1 FROM activity_users) AS users`)
@@ -106,50 +130,18 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
     if (empty.events) rebuild.push(...await dropIndexes(client, 'activity_events'))
     if (empty.daily) rebuild.push(...await dropIndexes(client, 'activity_daily'))
     if (empty.users) rebuild.push(...await dropIndexes(client, 'activity_users'))
-    // Into a filled table, rows sorted like its index reach each index page once instead of at random.
-    const stageEvents = postgres && !empty.events
-    if (stageEvents) await client.query('CREATE TEMP TABLE load_events (LIKE activity_events) ON COMMIT DROP')
-    const eventTable = stageEvents ? 'load_events' : 'activity_events'
 
-    const rollup = new Rollup()
-    let staged = 0
-    const stageRollup = async () => {
-      const row: Value[] = []
-      const daily = open('load_daily', DAILY_COLUMNS)
-      for (const c of rollup.cells.values()) {
-        row[0] = c.guildId; row[1] = c.day; row[2] = c.userId; row[3] = c.t; row[4] = c.m
-        await daily.add(row)
-      }
-      await daily.close()
-      const members = open('load_members', MEMBER_COLUMNS)
-      for (const u of rollup.members.values()) {
-        row[0] = u.guildId; row[1] = u.userId; row[2] = u.username; row[3] = u.lastAt; row[4] = u.t; row[5] = u.m
-        await members.add(row)
-      }
-      await members.close()
-      staged++
-      rollup.clear()
-    }
-
-    sink = open(eventTable, EVENT_COLUMNS)
+    sink = bulkWriter(client, handle.kind, 'load_events', STAGE_COLUMNS, { batchRows: batchSize })
     const row: Value[] = []
     let lastReport = performance.now()
-    const restage = async (pending: Promise<void> | undefined) => {
-      if (pending) await pending
-      // One connection cannot interleave two COPYs: close the events' COPY, stage, reopen.
-      await sink!.close()
-      sink = null
-      await stageRollup()
-      sink = open(eventTable, EVENT_COLUMNS)
-    }
-    // Synchronous per event; a promise only when the sink or the rollup has to wait for the database.
+    // Synchronous per event; a promise only when the sink has to wait for the database.
     const take = (e: ActivityEvent): Promise<void> | undefined => {
       const at = canonicalInstant(e.createdAt)
-      row[0] = e.guildId; row[1] = e.channelId; row[2] = e.userId; row[3] = e.username; row[4] = e.type; row[5] = at
-      const pending = sink!.add(row)
-      rollup.add(e, at)
       n++
-      if (e.type === 'typing') typing++
+      row[0] = n; row[1] = e.guildId; row[2] = e.channelId ?? null; row[3] = e.userId; row[4] = e.username; row[5] = e.type; row[6] = at
+      row[7] = e.id ?? null; row[8] = e.latencyMs ?? null; row[9] = e.status ?? null
+      row[10] = e.type === 'presence' ? (e.clients ?? []) : null; row[11] = e.roleId ?? null; row[12] = e.change ?? null
+      if (e.id !== undefined) withIds++
       if ((n & 4095) === 0 && options.onProgress) {
         const now = performance.now()
         if (now - lastReport >= 1000) {
@@ -157,7 +149,7 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
           options.onProgress(n)
         }
       }
-      return rollup.cells.size >= maxRollupRows ? restage(pending) : pending
+      return sink!.add(row)
     }
     if (Symbol.asyncIterator in events) {
       for await (const e of events) {
@@ -171,57 +163,93 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
         if (pending) await pending
       }
     }
-    await sink!.close()
+    await sink.close()
     sink = null
     options.onProgress?.(n)
-    const { guilds, users, days } = rollup
-    await stageRollup()
 
-    if (stageEvents) {
-      await client.query(`INSERT INTO activity_events (${EVENT_COLUMNS.join(', ')})
-        SELECT ${EVENT_COLUMNS.join(', ')} FROM load_events ORDER BY guild_id COLLATE "C", created_at`)
+    let duplicates = 0
+    if (withIds > 0) {
+      // The second copy of an id within the load, then ids the guild already has.
+      const inLoad = await client.query(`DELETE FROM load_events l USING (
+          SELECT ord FROM (SELECT ord, row_number() OVER (PARTITION BY guild_id, event_id ORDER BY ord) AS rn
+          FROM load_events WHERE event_id IS NOT NULL) x WHERE rn > 1) d
+        WHERE l.ord = d.ord`)
+      duplicates += inLoad.rowCount ?? 0
+      if (!empty.events) {
+        const stored = await client.query(`DELETE FROM load_events l USING activity_events e
+          WHERE l.event_id IS NOT NULL AND e.guild_id = l.guild_id AND e.event_id = l.event_id`)
+        duplicates += stored.rowCount ?? 0
+      }
     }
-    // Staged once, the rows are already distinct; staged in parts, they are summed first. Upserts go
-    // in key order, like the index; inserts into a table without indexes need no order.
-    const dailyRows = staged === 1
-      ? 'SELECT guild_id, day, user_id, t, m FROM load_daily'
-      : 'SELECT guild_id, day, user_id, sum(t), sum(m) FROM load_daily GROUP BY 1, 2, 3'
+    const { rows: [s] } = await client.query<{ events: number; guilds: number; users: number; days: number; types: Record<string, number> | null }>(`
+      SELECT count(*)::int AS events, count(DISTINCT guild_id)::int AS guilds, count(DISTINCT user_id)::int AS users,
+        count(DISTINCT (created_at AT TIME ZONE 'UTC')::date)::int AS days,
+        (SELECT json_object_agg(type, n) FROM (SELECT type, count(*)::int AS n FROM load_events GROUP BY type) t) AS types
+      FROM load_events`)
+    const types = s.types ?? {}
+
+    await client.query(`INSERT INTO activity_events (${STORED_COLUMNS.join(', ')})
+      SELECT ${STORED_COLUMNS.join(', ')} FROM load_events ORDER BY ord`)
+    // Upserts go in key order, like the index; inserts into a table without indexes need no order.
     await client.query(`
-      INSERT INTO activity_daily AS d (guild_id, day, user_id, typing_count, message_count)
-      ${dailyRows}
-      ${empty.daily
-? ''
-: `ORDER BY 1, 2, 3 ON CONFLICT (guild_id, day, user_id) DO UPDATE SET
-        typing_count = d.typing_count + EXCLUDED.typing_count,
-        message_count = d.message_count + EXCLUDED.message_count`}`)
-    const memberRows = staged === 1
-      ? 'SELECT guild_id, user_id, username, last_at, t, m FROM load_members'
-      : `SELECT guild_id, user_id, (array_agg(username ORDER BY last_at DESC))[1], max(last_at), sum(t), sum(m)
-         FROM load_members GROUP BY 1, 2`
+      INSERT INTO activity_daily AS d (guild_id, day, user_id, ${DAILY.map(([c]) => c).join(', ')})
+      SELECT guild_id, (created_at AT TIME ZONE 'UTC')::date, user_id, ${DAILY.map(([, a]) => a).join(', ')}
+      FROM load_events GROUP BY 1, 2, 3
+      ${empty.daily ? '' : `ORDER BY 1, 2, 3 ON CONFLICT (guild_id, day, user_id) DO UPDATE SET ${DAILY.map(mergeDaily).join(', ')}`}`)
+    // A member's first presence listing each client; message and typing events per channel and quarter hour.
     await client.query(`
-      INSERT INTO activity_users AS u (guild_id, user_id, username, last_seen_at, typing_count, message_count)
-      ${memberRows}
+      INSERT INTO activity_member_clients AS m (guild_id, user_id, client, first_seen_at)
+      SELECT l.guild_id, l.user_id, c.client, min(l.created_at) FROM load_events l CROSS JOIN LATERAL unnest(l.clients) AS c(client)
+      WHERE l.type = 'presence' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+      ON CONFLICT (guild_id, user_id, client) DO UPDATE SET first_seen_at = least(m.first_seen_at, EXCLUDED.first_seen_at)`)
+    await client.query(`
+      INSERT INTO activity_channel_quarters AS q (guild_id, quarter, channel_id, message_count, typing_count)
+      SELECT guild_id, date_bin('15 minutes', created_at, '2000-01-01T00:00:00Z'), channel_id,
+        count(*) FILTER (WHERE type = 'message'), count(*) FILTER (WHERE type = 'typing')
+      FROM load_events WHERE type IN ('message', 'typing') GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+      ON CONFLICT (guild_id, quarter, channel_id) DO UPDATE SET
+        message_count = q.message_count + EXCLUDED.message_count, typing_count = q.typing_count + EXCLUDED.typing_count`)
+    // The username of the member's latest event; of events at the same instant, the one stored last.
+    await client.query(`
+      INSERT INTO activity_users AS u (guild_id, user_id, username, last_seen_at, first_seen_at, first_presence_at, typing_count, message_count)
+      SELECT guild_id, user_id, (array_agg(username ORDER BY created_at DESC, ord DESC))[1], max(created_at), min(created_at),
+        min(created_at) FILTER (WHERE type = 'presence'), count(*) FILTER (WHERE type = 'typing'), count(*) FILTER (WHERE type = 'message')
+      FROM load_events GROUP BY 1, 2
       ${empty.users
 ? ''
 : `ORDER BY 1, 2 ON CONFLICT (guild_id, user_id) DO UPDATE SET
         typing_count = u.typing_count + EXCLUDED.typing_count,
         message_count = u.message_count + EXCLUDED.message_count,
         username = CASE WHEN EXCLUDED.last_seen_at >= u.last_seen_at THEN EXCLUDED.username ELSE u.username END,
-        last_seen_at = greatest(u.last_seen_at, EXCLUDED.last_seen_at)`}`)
+        last_seen_at = greatest(u.last_seen_at, EXCLUDED.last_seen_at),
+        first_seen_at = least(u.first_seen_at, EXCLUDED.first_seen_at),
+        first_presence_at = least(u.first_presence_at, EXCLUDED.first_presence_at)`}`)
     if (rebuild.length) {
       await client.query("SET LOCAL maintenance_work_mem = '512MB'")
       for (const statement of rebuild) await client.query(statement)
     }
+    if (s.events > 0) await client.query("SELECT emit_change('activity', guild_id) FROM (SELECT DISTINCT guild_id FROM load_events) g")
     await client.query('COMMIT')
     client.release()
     // Fresh statistics, so the planner sees a large load at once, and the rollups' visibility maps set
     // for index-only scans (best effort: the data is committed).
-    if (postgres && n > 0) {
+    if (postgres && s.events > 0 && options.analyze !== false) {
       await handle.pool.query('VACUUM (ANALYZE) activity_daily, activity_users').catch(() => {})
       await handle.pool.query('ANALYZE activity_events').catch(() => {})
     }
     const seconds = (performance.now() - started) / 1000
-    return { events: n, typing, messages: n - typing, guilds: guilds.size, users: users.size, days: days.size, seconds, eventsPerSecond: seconds > 0 ? Math.round(n / seconds) : n }
+    return {
+      events: s.events,
+      duplicates,
+      typing: types.typing ?? 0,
+      messages: types.message ?? 0,
+      types,
+      guilds: s.guilds,
+      users: s.users,
+      days: s.days,
+      seconds,
+      eventsPerSecond: seconds > 0 ? Math.round(n / seconds) : n
+    }
   } catch (err) {
     sink?.abort()
     const rolledBack = await client.query('ROLLBACK').then(() => true, () => false)

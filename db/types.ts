@@ -83,15 +83,24 @@ export interface RefreshTokenTable {
   rotated_at: Date | null
 }
 
-export type ActivityType = 'typing' | 'message'
+export type ActivityType = 'message' | 'typing' | 'message_delete' | 'reaction' | 'presence' | 'role_change' | 'join' | 'leave'
 
 export interface ActivityEventTable {
   guild_id: string
-  channel_id: string
+  channel_id: string | null
   user_id: string
   username: string
   type: ActivityType
   created_at: ColumnType<Date, Date | string, Date | string>
+  // The sender's id, unique per guild when given.
+  event_id: string | null
+  latency_ms: number | null
+  status: 'online' | 'idle' | 'dnd' | 'offline' | null
+  clients: string[] | null
+  role_id: string | null
+  change: 'added' | 'removed' | null
+  // Storage order.
+  seq: ColumnType<string, never, never>
 }
 
 // Rollup per guild, UTC day and user, maintained by every activity load.
@@ -101,6 +110,35 @@ export interface ActivityDailyTable {
   user_id: string
   typing_count: number
   message_count: number
+  event_count: number
+  presence_count: number
+  multi_presence_count: number
+  reaction_count: number
+  timed_reaction_count: number
+  fast_reaction_count: number
+  delete_count: number
+  role_added_count: number
+  role_removed_count: number
+  // Clients of the day's presence events: desktop 1, web 2, mobile 4.
+  client_mask: number
+  last_presence_at: Date | null
+}
+
+// A member's first presence listing each client.
+export interface ActivityMemberClientTable {
+  guild_id: string
+  user_id: string
+  client: string
+  first_seen_at: Date
+}
+
+// Message and typing events per channel and quarter hour (UTC-aligned).
+export interface ActivityChannelQuarterTable {
+  guild_id: string
+  quarter: Date
+  channel_id: string
+  message_count: number
+  typing_count: number
 }
 
 // Per guild member: all-time counts and the username of their latest event.
@@ -109,8 +147,23 @@ export interface ActivityUserTable {
   user_id: string
   username: string
   last_seen_at: ColumnType<Date, Date | string, Date | string>
+  first_seen_at: ColumnType<Date, Date | string, Date | string>
+  first_presence_at: Date | null
   typing_count: number
   message_count: number
+}
+
+export interface ApiKeyTable {
+  id: Generated<string>
+  name: string
+  // SHA-256 of the key, hex.
+  key_hash: string
+  // The key's first characters, to tell keys apart in a listing.
+  prefix: string
+  guild_ids: string[]
+  created_at: Generated<Date>
+  last_used_at: Date | null
+  revoked_at: Date | null
 }
 
 export interface ChangeLogTable {
@@ -143,6 +196,9 @@ export interface Database {
   activity_users: ActivityUserTable
   change_log: ChangeLogTable
   audit: AuditTable
+  api_keys: ApiKeyTable
+  activity_member_clients: ActivityMemberClientTable
+  activity_channel_quarters: ActivityChannelQuarterTable
 }
 
 export type { Generated }

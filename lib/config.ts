@@ -46,6 +46,8 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 600 }),
   RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 minute' }),
   AUTH_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 60 }),
+  // POST /api/activity: requests per API key per RATE_LIMIT_WINDOW (its own budget, not the per-IP one).
+  API_KEY_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 1200 }),
   BBOX_INDEX_MB: Type.Integer({ minimum: 0, default: 512 }),
   PUBLIC_URL: Type.Optional(Type.String({ minLength: 1 })),
   IDP_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),

@@ -9,6 +9,7 @@ import pg from 'pg'
 import autocannon from 'autocannon'
 import { generateKml, mulberry32 } from './generate-kml.ts'
 import { CliError, defineCommand, runAsProgram } from './cli.ts'
+import { SYNTHETIC_END } from '../lib/activity/synthetic.ts'
 
 const HELP = `
 Creates a throw-away PostgreSQL database, generates and imports a KML of placemarks, seeds activity
@@ -372,6 +373,16 @@ async function main () {
         const headers = { authorization: `Bearer ${token}` }
         record('ghosts (one guild, 1 connection)', await load(ghosts, { headers, connections: 1 }))
         record('ghosts (one guild, 32 connections)', await load(ghosts, { headers }))
+        // The other analytics routes over the seed's last 30 days (it ends at SYNTHETIC_END), one connection.
+        const window = `guildId=700000000000000001&since=${new Date(SYNTHETIC_END.getTime() - 30 * 86_400_000).toISOString()}&until=${SYNTHETIC_END.toISOString()}`
+        for (const [name, path] of [
+          ['lurkers', `/api/lurkers?${window}`], ['heatmap', `/api/heatmap?${window}&timeZone=Europe/Paris`], ['roles', `/api/roles?${window}`],
+          ['clients', `/api/clients?${window}`], ['shifts', `/api/shifts?${window}`], ['suspicion', `/api/suspicion?${window}`],
+          ['member activity', `/api/members/100000000000000001/activity?${window}`]
+        ]) {
+          log(`load: ${name}, one guild`)
+          record(`${name} (one guild, 30 days, 1 connection)`, await load(`${server.base}${path}`, { headers, connections: 1 }))
+        }
       }
     }
   } finally {

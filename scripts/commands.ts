@@ -4,5 +4,6 @@ export const databaseCommands: Record<string, () => Promise<{ command: unknown }
   'import-activity': () => import('./import-activity.ts'),
   'seed-activity': () => import('./seed-activity.ts'),
   'user-role': () => import('./user-role.ts'),
+  apikey: () => import('./apikey.ts'),
   migrate: () => import('./migrate.ts')
 }

@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises'
 import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } from './cli.ts'
 import { loadConfig } from '../lib/config.ts'
 import { resolve } from 'node:path'
-import type { ActivityEvent } from '../lib/activity/event.ts'
+import { describeTypes, type ActivityEvent } from '../lib/activity/event.ts'
 import { readActivityLines } from '../lib/activity/ndjson.ts'
 import { loadActivity, LoadAborted } from '../db/activity-load.ts'
 
@@ -14,8 +14,15 @@ export const command = defineCommand({
   positionals: ['<file.ndjson>'],
   help: `
 Adds guild activity events to the database from a file of JSON lines (blank lines skipped), one event a line:
-  {"type": "typing"|"message", "guildId": "…", "channelId": "…", "userId": "…", "username": "…",
-   "createdAt": "2025-05-01T12:00:00Z"}
+  {"id": "…" (optional), "type": "…", "guildId": "…", "userId": "…", "username": "…",
+   "createdAt": "2025-05-01T12:00:00Z", "channelId": "…", …}
+with, per type:
+  message, typing, message_delete   channelId
+  reaction                          channelId; optional latencyMs (integer >= 0)
+  presence                          status (online|idle|dnd|offline); optional clients (distinct of desktop, web, mobile)
+  role_change                       roleId, change (added|removed)
+  join, leave                       (channelId optional, as for presence and role_change)
+An event whose (guildId, id) is already stored, or came earlier in the file, is a duplicate: counted and skipped.
 By default one invalid line refuses the whole file and nothing is loaded; the invalid lines are listed.
 
 options:
@@ -70,7 +77,8 @@ ${DATABASE_SETTINGS}`
     io.stdout.write(`${[
       `loaded ${summary.events} events from ${file} in ${summary.seconds.toFixed(2)} s (${summary.eventsPerSecond} rows/s)`,
       `lines: ${lines}, loaded: ${summary.events}, invalid: ${invalidCount}${invalidCount ? ' (skipped)' : ''}`,
-      `typing: ${summary.typing}, messages: ${summary.messages}; guilds: ${summary.guilds}, users: ${summary.users}, days: ${summary.days}`
+      `typing: ${summary.typing}, messages: ${summary.messages}; guilds: ${summary.guilds}, users: ${summary.users}, days: ${summary.days}`,
+      `duplicates skipped: ${summary.duplicates}; by type: ${describeTypes(summary.types)}`
     ].join('\n')}\n`)
   } catch (err) {
     if (err instanceof LoadAborted) {

@@ -1,5 +1,6 @@
 import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } from './cli.ts'
 import { loadConfig } from '../lib/config.ts'
+import { describeTypes } from '../lib/activity/event.ts'
 import { loadActivity } from '../db/activity-load.ts'
 import { activityEventCount } from '../db/activity.ts'
 import { SYNTHETIC_DAYS, SYNTHETIC_END, syntheticActivity } from '../lib/activity/synthetic.ts'
@@ -12,7 +13,10 @@ export const command = defineCommand({
   usage,
   help: `
 Seeds synthetic guild activity: events spread over the ${SYNTHETIC_DAYS} days before a fixed instant
-(${SYNTHETIC_END.toISOString()}), the same data for the same arguments. The first guild is the demo guild,
+(${SYNTHETIC_END.toISOString()}), the same data for the same arguments: every event type, with
+lurkers, multi-device members, role churn, members whose activity shifts in the last week, deleters,
+fast reactors and newcomers. Events carry ids made from the seed: appending the same seed twice adds
+nothing the second time (the events are duplicates). The first guild is the demo guild,
 where the demo users of the development sign-in act. A database that already holds activity is refused
 unless --replace or --append says what to do with it.
 
@@ -68,7 +72,8 @@ ${DATABASE_SETTINGS}`
     })
     io.stdout.write(`${[
       `seeded ${summary.events} events in ${summary.seconds.toFixed(2)} s (${summary.eventsPerSecond} rows/s)${values.replace ? ', replacing all activity' : values.append ? ', added to the activity already there' : ''}`,
-      `typing: ${summary.typing}, messages: ${summary.messages}; guilds: ${summary.guilds}, users: ${summary.users}, days: ${summary.days}`
+      `typing: ${summary.typing}, messages: ${summary.messages}; guilds: ${summary.guilds}, users: ${summary.users}, days: ${summary.days}`,
+      `duplicates skipped: ${summary.duplicates}; by type: ${describeTypes(summary.types)}`
     ].join('\n')}\n`)
   } finally {
     await handle.close()

@@ -6,6 +6,9 @@ import * as activityRank from './004_activity_rank.ts'
 import * as usersUpdated from './005_users_updated.ts'
 import * as authRetention from './006_auth_retention.ts'
 import * as changeBus from './007_change_bus.ts'
+import * as activityEvents from './008_activity_events.ts'
+import * as apiKeys from './009_api_keys.ts'
+import * as activityRollups from './010_activity_rollups.ts'
 import * as audit from './011_audit.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
@@ -17,5 +20,8 @@ export const migrations: Record<string, Migration> = {
   '005_users_updated': usersUpdated,
   '006_auth_retention': authRetention,
   '007_change_bus': changeBus,
+  '008_activity_events': activityEvents,
+  '009_api_keys': apiKeys,
+  '010_activity_rollups': activityRollups,
   '011_audit': audit
 }

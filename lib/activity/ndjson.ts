@@ -1,9 +1,7 @@
 import type { Readable } from 'node:stream'
-import type { ActivityEvent } from './event.ts'
-import { parseInstant } from './instant.ts'
+import { validateActivityEvent, type ActivityEvent } from './event.ts'
 
-export const MAX_ID_LENGTH = 64
-export const MAX_USERNAME_LENGTH = 100
+export { MAX_ID_LENGTH, MAX_USERNAME_LENGTH } from './event.ts'
 // The longest line read, in bytes without its line break; a longer one is an invalid line.
 export const MAX_LINE_BYTES = 1024 * 1024
 
@@ -15,20 +13,9 @@ export type LineResult =
   | { lineNumber: number; event: ActivityEvent; error?: undefined }
   | { lineNumber: number; error: string; event?: undefined }
 
-const ID_FIELDS = ['guildId', 'channelId', 'userId'] as const
-
-// PostgreSQL text cannot hold NUL, so such a value would fail the whole load instead of one line.
-const checkText = (value: unknown, name: string, max: number): string | null => {
-  if (typeof value !== 'string') return `${name} must be a string`
-  if (value.trim().length === 0) return `${name} must not be empty`
-  if (value.length > max) return `${name} must be at most ${max} characters`
-  if (value.includes('\u0000')) return `${name} must not contain NUL characters`
-  return null
-}
-
 /**
- * Validates one NDJSON line: the event (createdAt normalised to UTC, other fields ignored) or the
- * reason it is refused.
+ * Validates one NDJSON line: the event (createdAt normalised to UTC, fields of other types and unknown
+ * fields ignored) or the reason it is refused.
  */
 export function parseActivityLine (line: string): ActivityEvent | string {
   let value: unknown
@@ -37,27 +24,7 @@ export function parseActivityLine (line: string): ActivityEvent | string {
   } catch {
     return 'not valid JSON'
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'not a JSON object'
-  const o = value as Record<string, unknown>
-  if (o.type !== 'typing' && o.type !== 'message') return 'type must be "typing" or "message"'
-  for (const key of ID_FIELDS) {
-    const problem = checkText(o[key], key, MAX_ID_LENGTH)
-    if (problem) return problem
-  }
-  const problem = checkText(o.username, 'username', MAX_USERNAME_LENGTH)
-  if (problem) return problem
-  const at = typeof o.createdAt === 'string' ? parseInstant(o.createdAt, { requireZone: true, allowDateOnly: false }) : null
-  if (at === null) {
-    return 'createdAt must be an ISO 8601 date-time with a time zone (e.g. 2025-05-01T12:00:00Z)'
-  }
-  return {
-    type: o.type,
-    guildId: o.guildId as string,
-    channelId: o.channelId as string,
-    userId: o.userId as string,
-    username: o.username as string,
-    createdAt: new Date(at).toISOString()
-  }
+  return validateActivityEvent(value)
 }
 
 const LF = 0x0a

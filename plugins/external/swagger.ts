@@ -67,6 +67,13 @@ export default fp(async function docs (app: FastifyInstance) {
             in: 'header',
             name: 'Authorization',
             description: 'Enter `Bearer <ACCESS_TOKEN>` (the accessToken from sign-in or refresh).'
+          },
+          // POST /api/activity only: a guild bot's key, made by `npm run apikey -- create`.
+          apiKeyAuth: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-API-Key',
+            description: 'An API key made by `npm run apikey -- create --name N --guilds G1,G2` (POST /api/activity only).'
           }
         }
       }

@@ -31,7 +31,7 @@ t.test('import:activity', async (t) => {
 
   const refusedEmpty = await run([bad])
   t.equal(refusedEmpty.code, 1, 'a file with invalid lines is refused')
-  t.match(refusedEmpty.stderr, /invalid line 2: type must be "typing" or "message"/)
+  t.match(refusedEmpty.stderr, /invalid line 2: type must be one of "message", "typing", /)
   t.match(refusedEmpty.stderr, /invalid line 4: not valid JSON/)
   t.match(refusedEmpty.stderr, /error: .*bad\.ndjson: 2 invalid lines; nothing was loaded \(use --skip-invalid/)
   const client = new pg.Client({ connectionString: url })
@@ -62,6 +62,34 @@ t.test('import:activity', async (t) => {
   t.match(skipping.stderr, /skipped line 4: not valid JSON/)
   t.match(skipping.stdout, /lines: 5, loaded: 3, invalid: 2 \(skipped\)/)
   t.match(await snapshot(client), /^6 /, 'the valid lines are added')
+
+  // Every type, ids unique per guild: a duplicate within the file and one already stored are skipped.
+  const typed = file('typed.ndjson', [
+    line({ id: 'e1', type: 'presence', channelId: undefined, status: 'online', clients: ['web', 'mobile'] }),
+    line({ id: 'e2', type: 'reaction', latencyMs: 1200 }),
+    line({ id: 'e1', type: 'message' }),
+    line({ id: 'e1', guildId: 'g2', type: 'role_change', channelId: undefined, roleId: 'r1', change: 'added' }),
+    line({ type: 'join', channelId: undefined }),
+    line({ type: 'leave', channelId: undefined })
+  ])
+  const typedRun = await run([typed])
+  t.equal(typedRun.code, 0, 'exit 0', { stderr: typedRun.stderr })
+  t.match(typedRun.stdout, /^loaded 5 events/m)
+  t.match(typedRun.stdout, /duplicates skipped: 1; by type: reaction 1, presence 1, role_change 1, join 1, leave 1$/m)
+  const again = await run([typed])
+  t.match(again.stdout, /^loaded 2 events/m, 'events without an id are never duplicates')
+  t.match(again.stdout, /duplicates skipped: 4;/)
+  const { rows: stored } = await client.query('SELECT event_id, type, channel_id, status, clients, role_id, change, latency_ms FROM activity_events WHERE event_id IS NOT NULL ORDER BY guild_id, event_id')
+  t.same(stored, [
+    { event_id: 'e1', type: 'presence', channel_id: null, status: 'online', clients: ['web', 'mobile'], role_id: null, change: null, latency_ms: null },
+    { event_id: 'e2', type: 'reaction', channel_id: 'c1', status: null, clients: null, role_id: null, change: null, latency_ms: 1200 },
+    { event_id: 'e1', type: 'role_change', channel_id: null, status: null, clients: null, role_id: 'r1', change: 'added', latency_ms: null }
+  ])
+  const badTyped = file('bad-typed.ndjson', [line({ type: 'reaction', latencyMs: -1 }), line({ type: 'presence', status: 'online', clients: ['web', 'web'] })])
+  const refusedTyped = await run([badTyped])
+  t.equal(refusedTyped.code, 1)
+  t.match(refusedTyped.stderr, /invalid line 1: latencyMs must be an integer from 0/)
+  t.match(refusedTyped.stderr, /invalid line 2: clients must not repeat a value/)
 
   const missing = await run([join(dir, 'nope.ndjson')])
   t.same([missing.code, missing.stderr.trim()], [1, `error: file not found: ${join(dir, 'nope.ndjson')}`], 'a missing file: one line')
@@ -94,7 +122,13 @@ t.test('seed:activity is deterministic and seeds the demo guild', async (t) => {
   t.equal(await snapshot(client), once, 'and adds nothing')
   const added = await seed([...args, '--append'])
   t.equal(added.code, 0, 'exit 0', { stderr: added.stderr })
-  t.match(await snapshot(client), /^6000 /, 'with --append a seed adds')
+  t.match(await snapshot(client), /^3000 /, 'with --append the same seed adds nothing: its events are duplicates')
+  t.match(added.stdout, /seeded 0 events/)
+  t.match(added.stdout, /duplicates skipped: 3000;/)
+  const more = await seed([...args, '--seed', '7', '--append'])
+  t.equal(more.code, 0, 'exit 0', { stderr: more.stderr })
+  t.match(await snapshot(client), /^6000 /, 'with --append another seed adds')
+  t.match(more.stdout, /by type: message \d+, typing \d+, message_delete \d+, reaction \d+, presence \d+, role_change \d+, join \d+/)
   const other = await seed(['--guilds', '4', '--users', '30', '--events', '3000', '--seed', '6', '--replace'])
   t.equal(other.code, 0, 'exit 0', { stderr: other.stderr })
   t.not(await snapshot(client), once, 'another seed, other data')

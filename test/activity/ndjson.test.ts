@@ -20,6 +20,22 @@ t.test('a valid line gives the event with createdAt in UTC', async (t) => {
   t.match(parseActivityLine(line({ ...ok, channelId: 'c'.repeat(64), username: 'u'.repeat(100) })), { type: 'typing' }, 'longest values')
 })
 
+t.test('every type with its own fields', async (t) => {
+  const at = '2025-01-01T00:00:00.000Z'
+  const base = { guildId: '1', userId: '3', username: 'x', createdAt: at }
+  t.same(parseActivityLine(line({ ...base, id: 'e1', type: 'message_delete', channelId: '2' })), { ...base, id: 'e1', type: 'message_delete', channelId: '2' })
+  t.same(parseActivityLine(line({ ...base, type: 'reaction', channelId: '2', latencyMs: 0 })), { ...base, type: 'reaction', channelId: '2', latencyMs: 0 })
+  t.same(parseActivityLine(line({ ...base, type: 'reaction', channelId: '2' })), { ...base, type: 'reaction', channelId: '2' }, 'latencyMs optional')
+  t.same(parseActivityLine(line({ ...base, type: 'presence', status: 'dnd', clients: ['mobile', 'desktop'] })),
+    { ...base, type: 'presence', status: 'dnd', clients: ['mobile', 'desktop'] })
+  t.same(parseActivityLine(line({ ...base, type: 'presence', status: 'offline' })), { ...base, type: 'presence', status: 'offline', clients: [] }, 'clients default []')
+  t.same(parseActivityLine(line({ ...base, type: 'presence', status: 'idle', channelId: 'v1' })), { ...base, type: 'presence', status: 'idle', clients: [], channelId: 'v1' }, 'an optional channel')
+  t.same(parseActivityLine(line({ ...base, type: 'role_change', roleId: 'r1', change: 'removed' })), { ...base, type: 'role_change', roleId: 'r1', change: 'removed' })
+  t.same(parseActivityLine(line({ ...base, type: 'join' })), { ...base, type: 'join' })
+  t.same(parseActivityLine(line({ ...base, type: 'leave', latencyMs: 5, status: 'online', roleId: 'r' })), { ...base, type: 'leave' }, 'other types\' fields are ignored')
+  t.same(parseActivityLine(line({ ...base, type: 'message', channelId: '2', latencyMs: -5 })), { ...base, type: 'message', channelId: '2' })
+})
+
 t.test('each invalid line gives its reason', async (t) => {
   const bad: [string, RegExp][] = [
     ['{not json', /^not valid JSON$/],
@@ -27,7 +43,7 @@ t.test('each invalid line gives its reason', async (t) => {
     ['[1,2]', /^not a JSON object$/],
     ['null', /^not a JSON object$/],
     ['"typing"', /^not a JSON object$/],
-    [line({ ...ok, type: 'voice' }), /^type must be "typing" or "message"$/],
+    [line({ ...ok, type: 'voice' }), /^type must be one of "message", "typing", "message_delete", "reaction", "presence", "role_change", "join", "leave"$/],
     [line({ ...ok, type: undefined }), /^type must be/],
     [line({ ...ok, guildId: undefined }), /^guildId must be a string$/],
     [line({ ...ok, guildId: '' }), /^guildId must not be empty$/],
@@ -46,7 +62,23 @@ t.test('each invalid line gives its reason', async (t) => {
     [line({ ...ok, createdAt: '2025-01-01T24:00:00Z' }), /^createdAt must be/],
     [line({ ...ok, createdAt: '2025-01-01T10:00:00+25:00' }), /^createdAt must be/],
     [line({ ...ok, createdAt: 'yesterday' }), /^createdAt must be/],
-    [line({ ...ok, createdAt: '0000-01-01T00:00:00Z' }), /^createdAt must be/]
+    [line({ ...ok, createdAt: '0000-01-01T00:00:00Z' }), /^createdAt must be/],
+    [line({ ...ok, channelId: undefined }), /^channelId is required for type "typing"$/],
+    [line({ ...ok, type: 'reaction', channelId: undefined }), /^channelId is required for type "reaction"$/],
+    [line({ ...ok, id: '' }), /^id must not be empty$/],
+    [line({ ...ok, id: 'i'.repeat(65) }), /^id must be at most 64 characters$/],
+    [line({ ...ok, type: 'reaction', latencyMs: -1 }), /^latencyMs must be an integer from 0 to 2147483647$/],
+    [line({ ...ok, type: 'reaction', latencyMs: 1.5 }), /^latencyMs must be an integer/],
+    [line({ ...ok, type: 'reaction', latencyMs: '100' }), /^latencyMs must be an integer/],
+    [line({ ...ok, type: 'presence' }), /^status must be one of "online", "idle", "dnd", "offline" for type "presence"$/],
+    [line({ ...ok, type: 'presence', status: 'away' }), /^status must be one of/],
+    [line({ ...ok, type: 'presence', status: 'online', clients: ['desktop', 'desktop'] }), /^clients must not repeat a value$/],
+    [line({ ...ok, type: 'presence', status: 'online', clients: ['tv'] }), /^clients must be an array of "desktop", "web", "mobile"$/],
+    [line({ ...ok, type: 'presence', status: 'online', clients: 'web' }), /^clients must be an array/],
+    [line({ ...ok, type: 'presence', status: 'online', channelId: '' }), /^channelId must not be empty$/],
+    [line({ ...ok, type: 'role_change', change: 'added' }), /^roleId is required for type "role_change"$/],
+    [line({ ...ok, type: 'role_change', roleId: 'r1' }), /^change must be one of "added", "removed" for type "role_change"$/],
+    [line({ ...ok, type: 'role_change', roleId: 'r1', change: 'granted' }), /^change must be one of/]
   ]
   for (const [text, reason] of bad) t.match(parseActivityLine(text), reason, text.slice(0, 60))
 })
@@ -55,7 +87,7 @@ t.test('lines are numbered from 1, blank lines skipped but counted, CRLF and a B
   const text = '\uFEFF' + [line(ok), '', '   ', line({ ...ok, type: 'voice' }), '{oops', line({ ...ok, userId: '9' })].join('\r\n') + '\r\n'
   const results = []
   for await (const r of readActivityLines(Readable.from([text]))) results.push(r.error !== undefined ? [r.lineNumber, r.error] : [r.lineNumber, r.event.userId])
-  t.same(results, [[1, '3'], [4, 'type must be "typing" or "message"'], [5, 'not valid JSON'], [6, '9']])
+  t.same(results, [[1, '3'], [4, 'type must be one of "message", "typing", "message_delete", "reaction", "presence", "role_change", "join", "leave"'], [5, 'not valid JSON'], [6, '9']])
 })
 
 t.test('strict ISO 8601 instants', async (t) => {

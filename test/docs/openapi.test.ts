@@ -11,6 +11,7 @@ const expectedPaths = [
   '/api/auth/identity/login', '/api/auth/identity', '/api/auth/refresh', '/api/auth/logout', '/api/auth/me',
   '/api/auth/sessions', '/api/auth/sessions/{id}', '/api/auth/history', '/api/auth/me/export', '/api/ghosts',
   '/api/admin/users', '/api/admin/users/{id}', '/api/admin/users/{id}/sessions', '/api/admin/audit',
+  '/api/lurkers', '/api/heatmap', '/api/roles', '/api/clients', '/api/shifts', '/api/suspicion', '/api/members/{userId}/activity', '/api/activity',
   '/api/v1/stats', '/api/v1/placemarks', '/api/v1/placemarks/{id}', '/api/v1/timeline/events', '/api/v1/timeline',
   '/api/v1/spatial/bbox', '/api/v1/folders'
 ]

@@ -14,7 +14,7 @@ import { checkEnvSyntax, EnvFileError, loadEnvFile } from '../../lib/env-file.ts
 import { browserUrl, logFormat, loggerOptions, startupMessage } from '../../lib/logger.ts'
 import { ByteProgress, formatBytes, formatDuration } from '../../scripts/progress.ts'
 
-const SCRIPTS = ['import', 'import-activity', 'seed-activity', 'generate-kml', 'user-role', 'migrate', 'bench']
+const SCRIPTS = ['import', 'import-activity', 'seed-activity', 'generate-kml', 'user-role', 'apikey', 'migrate', 'bench']
 const tsxLoader = import.meta.resolve('tsx')
 const noStack = (text: string) => !/^\s+at /m.test(text)
 
@@ -94,7 +94,10 @@ t.test('seed:activity run twice refuses the second time without --replace or --a
   t.equal(second.code, 1)
   t.equal(second.stderr.trim(), 'error: the database already holds 1000 activity events; nothing was seeded (use --replace to replace them or --append to add to them)')
   t.equal(await events(), 1000, 'nothing was added')
-  const appended = await seed(['--append'])
+  const again = await seed(['--append'])
+  t.equal(again.code, 0, again.stderr)
+  t.equal(await events(), 1000, '--append of the same seed adds nothing: its events are duplicates')
+  const appended = await seed(['--append', '--seed', '2'])
   t.equal(appended.code, 0, appended.stderr)
   t.match(appended.stdout, /added to the activity already there/)
   t.equal(await events(), 2000, '--append adds')
