@@ -20,6 +20,8 @@ import errorsPlugin from '../plugins/app/errors.ts'
 import requestIdPlugin from '../plugins/app/request-id.ts'
 import dbPlugin from '../plugins/app/db.ts'
 import datasetCachePlugin from '../plugins/app/dataset-cache.ts'
+import changesPlugin from '../plugins/app/changes.ts'
+import geojsonPlugin from '../plugins/app/geojson.ts'
 import authPlugin from '../plugins/app/auth.ts'
 import corsPlugin from '../plugins/external/cors.ts'
 import redisPlugin from '../plugins/external/redis.ts'
@@ -90,8 +92,12 @@ async function piecesServer (pieces: Set<Piece>): Promise<{ server: FastifyInsta
     const handle = await openDatabase({ pgliteDir: 'memory://' })
     await migrateToLatest(handle.db)
     await server.register(dbPlugin, { handle })
+    await server.register(changesPlugin)
   }
-  if (pieces.has('cache')) await server.register(datasetCachePlugin)
+  if (pieces.has('cache')) {
+    await server.register(geojsonPlugin)
+    await server.register(datasetCachePlugin)
+  }
   if (pieces.has('bearer')) {
     await server.register(jwtPlugin)
     await server.register(authPlugin)

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { once } from 'node:events'
 import { request as httpRequest } from 'node:http'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createInterface } from 'node:readline'
 import pg from 'pg'
@@ -350,6 +350,8 @@ async function main () {
     log('load: small answers, ours against bare Fastify and Express peers serving the same bytes')
     const answers = await fetchAnswers(server.base, token)
     const answersFile = join(root, 'bench', 'data', 'peer-answers.json')
+    // A fresh checkout has no bench/data yet (the quick run imports nothing).
+    mkdirSync(dirname(answersFile), { recursive: true })
     writeFileSync(answersFile, JSON.stringify(answers))
     const peers = [await startPeer('fastify', answersFile), await startPeer('express', answersFile)]
     children.push(...peers.map((p) => p.child))

@@ -30,11 +30,13 @@ export default fp(async function errors (app: FastifyInstance) {
     return reply.code(status).send(errorBody(status, err.message))
   })
 
-  // Unmatched URLs are rate limited like every route: a scan of made-up paths draws on the same budget.
-  app.setNotFoundHandler({ preHandler: app.rateLimit() }, (request, reply) => {
+  // Unmatched URLs are rate limited like every route: a scan of made-up paths draws on the same budget
+  // (the app registers plugins/external, the limiter included, before this; a server without a limiter,
+  // as the bench's per-piece servers, answers them unlimited).
+  app.setNotFoundHandler(app.hasDecorator('rateLimit') ? { preHandler: app.rateLimit() } : {}, (request, reply) => {
     reply.code(404).send(errorBody(404, `Route ${request.method} ${clip(request.url.split('?')[0]!, 200)} not found`))
   })
-}, { name: 'errors', dependencies: ['rate-limit'] })
+}, { name: 'errors' })
 
 /**
  * The router's own errors, raised before any hook runs: a malformed percent-escape (400) and a path
