@@ -120,13 +120,18 @@ interface TimelineRow {
   geometry?: string
 }
 
-async function timelineRows (db: Db, withGeometry: boolean): Promise<TimelineRow[]> {
+/** A window of the timeline: events whose instant is in [from, to); either end may be open. */
+export interface TimelineWindow { from?: Date; to?: Date }
+
+async function timelineRows (db: Db, withGeometry: boolean, window: TimelineWindow = {}): Promise<TimelineRow[]> {
   const geometry = withGeometry ? sql`, geometry` : sql``
+  const from = window.from ? sql` AND event_sort >= ${window.from}` : sql``
+  const to = window.to ? sql` AND event_sort < ${window.to}` : sql``
   const { rows } = await sql<TimelineRow>`
     SELECT id, name, description, media_links, folder_path, event_date, event_timestamp,
            (center(bbox))[0] AS lon, (center(bbox))[1] AS lat${geometry}
     FROM placemarks
-    WHERE event_sort IS NOT NULL
+    WHERE event_sort IS NOT NULL${from}${to}
     ORDER BY event_sort, id`.execute(db)
   return rows
 }
@@ -142,13 +147,13 @@ const toEvent = (r: TimelineRow): TimelineEventT => ({
   folder_path: r.folder_path
 })
 
-export async function timelineEvents (db: Db): Promise<TimelineEventT[]> {
-  return (await timelineRows(db, false)).map(toEvent)
+export async function timelineEvents (db: Db, window: TimelineWindow = {}): Promise<TimelineEventT[]> {
+  return (await timelineRows(db, false, window)).map(toEvent)
 }
 
 /** The timeline events with their placemarks' geometries (for the GeoJSON answers). */
-export async function timelineEventsWithGeometry (db: Db): Promise<{ event: TimelineEventT; geometry: string }[]> {
-  return (await timelineRows(db, true)).map((r) => ({ event: toEvent(r), geometry: r.geometry! }))
+export async function timelineEventsWithGeometry (db: Db, window: TimelineWindow = {}): Promise<{ event: TimelineEventT; geometry: string }[]> {
+  return (await timelineRows(db, true, window)).map((r) => ({ event: toEvent(r), geometry: r.geometry! }))
 }
 
 export async function folderNames (db: Db): Promise<string[]> {

@@ -86,6 +86,11 @@ export const BboxResponse = Type.Object({
   count: Type.Integer({ description: 'Number of entries in `placemarks`', examples: [3] })
 }, { title: 'BboxResult' })
 
+export const TimelineQuery = Type.Object({
+  from: Type.Optional(Type.String({ maxLength: 64, description: 'Only events at or after this instant (ISO 8601; no zone: UTC; a date: its midnight UTC). A date-only event\'s instant is the start of its local day, as in the sort', examples: ['2017-10-01T00:00:00Z'] })),
+  to: Type.Optional(Type.String({ maxLength: 64, description: 'Only events before this instant (exclusive), in the same forms as `from`', examples: ['2017-10-03'] }))
+}, { additionalProperties: false })
+
 export const TimelineEvents = Type.Array(ref(TimelineEvent), { title: 'TimelineEvents', description: 'Every event, sorted by instant, then placemark id' })
 export const TimelineResponse = Type.Object({
   events: Type.Array(ref(TimelineEvent), { description: 'Every event, sorted by instant, then placemark id' }),
