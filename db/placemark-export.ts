@@ -27,14 +27,17 @@ export async function exportHeader (db: Db): Promise<{ version: number; source: 
 }
 
 // Each batch's statement reads the dataset version with its rows (one snapshot): an import that
-// commits between two batches is noticed, and the export stops rather than mix two datasets. No
-// transaction is held open between batches, so a slow download never holds up an import's swap.
-const VERSION = sql`coalesce((SELECT version FROM dataset WHERE id = 1), 0)::int AS dataset_version`
-
-function checkVersion (rows: { dataset_version: number }[], version: number): void {
-  if (rows.length > 0 && rows[0].dataset_version !== version) {
-    throw new DatasetChangedError(`the dataset changed (version ${version} to ${rows[0].dataset_version}) during the export`)
-  }
+// commits between two batches is noticed, and the export stops rather than mix two datasets (or end
+// early, the new dataset having fewer rows). No transaction is held open between batches, so a slow
+// download never holds up an import's swap.
+async function batchOf<R extends object> (db: Db, version: number, rows: RawBuilder<R>): Promise<R[]> {
+  const { rows: out } = await sql<{ dataset_version: number; row: R | null }>`
+    SELECT d.dataset_version, to_json(r) AS row
+    FROM (SELECT coalesce((SELECT version FROM dataset WHERE id = 1), 0)::int AS dataset_version) d
+    LEFT JOIN LATERAL (${rows}) r ON true`.execute(db)
+  const seen = out[0]?.dataset_version ?? version
+  if (seen !== version) throw new DatasetChangedError(`the dataset changed (version ${version} to ${seen}) during the export`)
+  return out.filter((r) => r.row !== null).map((r) => r.row!)
 }
 
 /** Every style, in batches ordered by id. */
@@ -42,11 +45,10 @@ export async function * exportStyles (db: Db, version: number, batch = EXPORT_BA
   let after: string | null = null
   for (;;) {
     const from: RawBuilder<unknown> = after === null ? sql`` : sql`WHERE id > ${after}`
-    const { rows } = await sql<{ id: string; kind: 'Style' | 'StyleMap'; definition: string; dataset_version: number }>`
-      SELECT id, kind, definition::text AS definition, ${VERSION} FROM styles ${from} ORDER BY id LIMIT ${batch}`.execute(db)
-    checkVersion(rows, version)
+    const rows = await batchOf(db, version, sql<{ id: string; kind: 'Style' | 'StyleMap'; definition: Record<string, string> }>`
+      SELECT id, kind, definition FROM styles ${from} ORDER BY id LIMIT ${batch}`)
     if (rows.length === 0) return
-    yield rows.map((r) => ({ id: r.id, kind: r.kind, definition: JSON.parse(r.definition) as Record<string, string> }))
+    yield rows
     if (rows.length < batch) return
     after = rows[rows.length - 1].id
   }
@@ -56,11 +58,9 @@ export async function * exportStyles (db: Db, version: number, batch = EXPORT_BA
 export async function * exportFolders (db: Db, version: number, batch = EXPORT_BATCH): AsyncGenerator<ExportFolder[]> {
   let after = 0
   for (;;) {
-    const { rows } = await sql<{ id: number; name: string; path: string; dataset_version: number }>`
-      SELECT id, name, array_to_json(path)::text AS path, ${VERSION} FROM folders WHERE id > ${after} ORDER BY id LIMIT ${batch}`.execute(db)
-    checkVersion(rows, version)
+    const rows = await batchOf(db, version, sql<ExportFolder>`SELECT id, name, path FROM folders WHERE id > ${after} ORDER BY id LIMIT ${batch}`)
     if (rows.length === 0) return
-    yield rows.map((r) => ({ id: r.id, name: r.name, path: JSON.parse(r.path) as string[] }))
+    yield rows
     if (rows.length < batch) return
     after = rows[rows.length - 1].id
   }
@@ -71,13 +71,12 @@ interface ExportRow {
   name: string
   description: string | null
   style_id: string | null
-  folder_path: string
+  folder_path: string[]
   geometry_type: ExportPlacemark['geometryType']
   geometry: string
   coordinates_raw: string | null
-  media_links: string
-  extended_data: string
-  dataset_version: number
+  media_links: string[]
+  extended_data: { key: string; value: string }[]
 }
 
 /** The placemarks the filter keeps, in batches in id order (the box: index candidates, then the exact test). */
@@ -91,12 +90,10 @@ export async function * exportPlacemarks (db: Db, version: number, filter: Expor
   let after = 0
   for (;;) {
     const where = sql.join([sql`p.id > ${after}`, ...conditions], sql` AND `)
-    const { rows } = await sql<ExportRow>`
-      SELECT p.id, p.name, p.description, p.style_id, array_to_json(p.folder_path)::text AS folder_path, p.geometry_type,
-             p.geometry, p.coordinates_raw, array_to_json(p.media_links)::text AS media_links, p.extended_data::text AS extended_data,
-             ${VERSION}
-      FROM placemarks p WHERE ${where} ORDER BY p.id LIMIT ${batch}`.execute(db)
-    checkVersion(rows, version)
+    const rows = await batchOf(db, version, sql<ExportRow>`
+      SELECT p.id, p.name, p.description, p.style_id, p.folder_path, p.geometry_type,
+             p.geometry, p.coordinates_raw, p.media_links, p.extended_data
+      FROM placemarks p WHERE ${where} ORDER BY p.id LIMIT ${batch}`)
     if (rows.length === 0) return
     const kept = filter.box === undefined ? rows : rows.filter((r) => intersectsBox(JSON.parse(r.geometry) as Geometry, filter.box!))
     if (kept.length > 0) {
@@ -105,12 +102,12 @@ export async function * exportPlacemarks (db: Db, version: number, filter: Expor
         name: r.name,
         description: r.description,
         styleId: r.style_id,
-        folderPath: JSON.parse(r.folder_path) as string[],
+        folderPath: r.folder_path,
         geometryType: r.geometry_type,
         geometry: r.geometry,
         coordinatesRaw: r.coordinates_raw,
-        mediaLinks: JSON.parse(r.media_links) as string[],
-        extendedData: JSON.parse(r.extended_data) as { key: string; value: string }[]
+        mediaLinks: r.media_links,
+        extendedData: r.extended_data
       }))
     }
     if (rows.length < batch) return
