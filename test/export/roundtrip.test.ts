@@ -216,3 +216,16 @@ t.test('an empty database exports an empty document', async (t) => {
   t.equal(res.headers.etag, 'W/"0"')
   t.match(res.body, '<Document>\n<name>placemarks</name>\n</Document>\n</kml>\n')
 })
+
+t.test('the embedded database (PGlite) exports the same document', async (t) => {
+  const answers: string[] = []
+  for (const kind of ['postgres', 'pglite'] as const) {
+    const handle = await openTestDatabase(t, kind)
+    await importPlacemarks(handle, Readable.from([TRICKY]), { timeZone: TZ, source: 'tricky.kml' })
+    const app = await exportApp(t, handle)
+    const res = await app.inject('/api/v1/export.kml?bbox=0,0,25,25')
+    t.equal(res.statusCode, 200, kind)
+    answers.push(res.body)
+  }
+  t.equal(answers[1], answers[0])
+})
