@@ -138,6 +138,11 @@ t.test('the Vegas KMZ: KML and KMZ exports import as the same dataset', { skip: 
   t.equal(notModified.statusCode, 304)
   t.equal(notModified.body, '')
   t.equal((await app.inject({ url: '/api/v1/export.kml', headers: { 'if-none-match': `"${version + 1}"` } })).statusCode, 200, 'another version\'s tag: the document')
+  const head = await app.inject({ method: 'HEAD', url: '/api/v1/export.kmz' })
+  t.equal(head.statusCode, 200)
+  t.equal(head.headers['content-type'], 'application/vnd.google-earth.kmz')
+  t.equal(head.headers['content-disposition'], `attachment; filename="placemarks-${version}.kmz"`)
+  t.equal(head.rawPayload.length, 0, 'HEAD: the headers alone')
 
   // LIBKML would take the file first where it is built in: the KML driver is the one asked for.
   const gdal = { maxBuffer: 16 * 1024 * 1024, env: { ...process.env, GDAL_SKIP: 'LIBKML' } }

@@ -86,6 +86,8 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return null
     }
     reply.header('content-disposition', `attachment; filename="placemarks-${version}.${extension}"`)
+    // Fastify would read a HEAD answer's stream to its end only to drop it.
+    if (request.method === 'HEAD') return null
     const db = app.db
     const chunks = writeKml({
       title: source ?? 'placemarks',
@@ -114,16 +116,18 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: schema('kml', KML_TYPE, `The dataset as a KML document (\`${KML_TYPE}\`). ${COMMON}`)
   }, async (request, reply) => {
     const body = await start(request.query, request, reply, 'kml')
-    if (body === null) return reply.send()
-    return reply.type(KML_TYPE).send(body as never)
+    if (reply.statusCode === 304) return reply.send()
+    reply.type(KML_TYPE)
+    return body === null ? reply.send() : reply.send(body as never)
   })
 
   app.get('/export.kmz', {
     schema: schema('kmz', KMZ_TYPE, `The dataset as KMZ (\`${KMZ_TYPE}\`): a zip holding \`doc.kml\`, deflated as it streams. ${COMMON}`)
   }, async (request, reply) => {
     const body = await start(request.query, request, reply, 'kmz')
-    if (body === null) return reply.send()
-    return reply.type(KMZ_TYPE).send(body as never)
+    if (reply.statusCode === 304) return reply.send()
+    reply.type(KMZ_TYPE)
+    return body === null ? reply.send() : reply.send(body as never)
   })
 }
 
