@@ -16,9 +16,15 @@ const MiB = 1024 * 1024
 
 // A full collection on demand: what memory the export still holds, without the garbage it leaves to the collector.
 setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc') as () => void
+const gc = (() => {
+  try {
+    return runInNewContext('gc') as () => void
+  } catch {
+    return null
+  }
+})()
 const heap = () => {
-  gc()
+  gc!()
   return process.memoryUsage()
 }
 
@@ -58,7 +64,7 @@ t.test(`a ${COUNT.toLocaleString('en')}-placemark export streams in bounded memo
     return { res, bytes, tail: tail.toString(), peakHeap, peakAll }
   }
 
-  t.test('memory stays bounded while the whole document streams', async (t) => {
+  t.test('memory stays bounded while the whole document streams', { skip: gc === null ? 'this Node.js gives no way to run the garbage collector on demand (--expose-gc)' : false }, async (t) => {
     const first = await download()
     t.equal(first.res.statusCode, 200)
     t.equal(first.res.headers['transfer-encoding'], 'chunked', 'streamed, not sent with a length')
