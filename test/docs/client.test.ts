@@ -55,7 +55,9 @@ const routes = {
   getPlacemark: ['GET', '/api/v1/placemarks/{id}'],
   listPlacemarksInBbox: ['GET', '/api/v1/spatial/bbox'],
   listTimelineEvents: ['GET', '/api/v1/timeline/events'],
-  getTimeline: ['GET', '/api/v1/timeline']
+  getTimeline: ['GET', '/api/v1/timeline'],
+  exportKml: ['GET', '/api/v1/export.kml'],
+  exportKmz: ['GET', '/api/v1/export.kmz']
 } as const satisfies Record<Id, readonly [string, string]>
 
 let token = ''
@@ -108,6 +110,9 @@ export async function tour(): Promise<string[]> {
   const instants: (string | null)[] = events.map((e) => e.timestamp)
   const timeline = await call('getTimeline', {})
   const where: number | undefined = timeline.events[0]?.location?.lat
+  // Downloads: only their parameters are typed (the answer is KML or a zip, not JSON).
+  void call('exportKml', { query: { folder: folders[0], bbox: '-115.18,36.09,-115.16,36.11' } })
+  void call('exportKmz', {})
   await call('logout', {})
   seen.push(role, String(scores.length + total + count + inBox + keys.length + instants.length + (where ?? 0)), String(kind))
   return seen

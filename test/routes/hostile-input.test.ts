@@ -13,6 +13,8 @@ const valid: Record<string, { path: string; query: Record<string, string>; statu
   'GET /api/v1/spatial/bbox': { path: '/api/v1/spatial/bbox', query: { min_lon: '-116', min_lat: '35', max_lon: '-114', max_lat: '37', limit: '10' } },
   'GET /api/v1/timeline': { path: '/api/v1/timeline', query: { format: 'geojson' } },
   'GET /api/v1/timeline/events': { path: '/api/v1/timeline/events', query: { format: 'json' } },
+  'GET /api/v1/export.kml': { path: '/api/v1/export.kml', query: { folder: 'Airports', bbox: '-116,35,-114,37' } },
+  'GET /api/v1/export.kmz': { path: '/api/v1/export.kmz', query: { folder: 'Airports', bbox: '-116,35,-114,37' } },
   'GET /api/ghosts': { path: '/api/ghosts', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', limit: '5' } },
   'GET /api/lurkers': { path: '/api/lurkers', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', until: '2026-01-01T00:00:00Z', limit: '5', minPresence: '2' } },
   'GET /api/heatmap': { path: '/api/heatmap', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', until: '2026-01-01T00:00:00Z', limit: '5', timeZone: 'Europe/Paris' } },
