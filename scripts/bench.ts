@@ -8,14 +8,19 @@ import { createInterface } from 'node:readline'
 import pg from 'pg'
 import autocannon from 'autocannon'
 import { generateKml, mulberry32 } from './generate-kml.ts'
-import { CliError, defineCommand, runAsProgram } from './cli.ts'
-import { SYNTHETIC_END } from '../lib/activity/synthetic.ts'
+import { CliError, defineCommand, openMigratedDatabase, runAsProgram } from './cli.ts'
+import { SYNTHETIC_END, syntheticActivity } from '../lib/activity/synthetic.ts'
+import { loadConfig } from '../lib/config.ts'
+import { apiKeyPrefix, generateApiKey, hashApiKey } from '../lib/auth/api-keys.ts'
+import { createApiKey } from '../db/api-keys.ts'
 
 const HELP = `
 Creates a throw-away PostgreSQL database, generates and imports a KML of placemarks, seeds activity
 events, starts the server and drives it with autocannon (32 connections unless said otherwise).
 Small answers are measured against a bare Fastify 5 and a bare Express 5 server answering the same
-bytes from memory, in alternating turns; every figure is judged against bench/targets.json.
+bytes from memory, in alternating turns; the analytics routes over a 30-day window with one
+connection; ingestion through POST /api/activity (with an API key) in batches of 1000 new events,
+4 requests at a time, then one at a time. Every figure is judged against bench/targets.json.
 Prints a table and writes bench/results.json.
 
 options:
@@ -23,6 +28,11 @@ options:
                the check to run before a change to the request path lands
   --small      every figure at small sizes: 20,000 placemarks, 200,000 events, 3 turns of 1 s
                (default: 1,000,000 placemarks, 10,000,000 events, 5 turns of 2 s per server)
+  --analytics  the guild analytics figures only: seed the events, then ghosts, the seven analytics
+               routes over a 30-day window and ingestion through POST /api/activity (no placemarks,
+               no peers); with --small, at the small sizes
+  --events N   seed N activity events instead of the size's default (10,000,000, or 200,000 with
+               --small); the figures then say how many there were
   --overhead   the per-piece cost table instead (bench/overhead.ts): server CPU per request with
                each piece of the request path on alone, all together, and the whole app
   --keep       keep the database afterwards (default: drop it)
@@ -34,15 +44,23 @@ settings (from the environment, or from .env in the current directory; the envir
 `
 
 // Options first, before anything is created: a mistyped option costs one line and exit 2.
-export const command = defineCommand({ usage: 'npm run bench -- [--quick | --small | --overhead] [--keep]', help: HELP }, {
+export const command = defineCommand({ usage: 'npm run bench -- [--quick | --small | --analytics | --overhead] [--events N] [--keep]', help: HELP }, {
   options: {
     quick: { type: 'boolean', default: false },
     small: { type: 'boolean', default: false },
+    analytics: { type: 'boolean', default: false },
+    events: { type: 'string' },
     overhead: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false }
   }
 }, async ({ values }, io) => {
-  cli = { quick: values.quick ?? false, small: values.small ?? false, keep: values.keep ?? false }
+  if (values.quick && values.analytics) throw new CliError('--quick and --analytics exclude each other (see --help)', 2)
+  let events: number | null = null
+  if (values.events !== undefined) {
+    events = Number(values.events)
+    if (!/^\d+$/.test(values.events) || events < 1 || events > 1_000_000_000) throw new CliError('--events must be an integer from 1 to 1000000000 (see --help)', 2)
+  }
+  cli = { quick: values.quick ?? false, small: values.small ?? false, analytics: values.analytics ?? false, events, keep: values.keep ?? false }
   adminUrl = io.env.BENCH_DATABASE_URL ?? adminUrl
   if (values.overhead) {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', 'overhead.ts')], { cwd: root, stdio: 'inherit' })
@@ -53,12 +71,27 @@ export const command = defineCommand({ usage: 'npm run bench -- [--quick | --sma
   await main()
 })
 
-let cli = { quick: false, small: false, keep: false }
+let cli: { quick: boolean; small: boolean; analytics: boolean; events: number | null; keep: boolean } = { quick: false, small: false, analytics: false, events: null, keep: false }
 // --quick measures the peers' figures only; its turns are the small run's.
 const small = () => cli.quick || cli.small
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
-const sizes = () => ({ placemarks: small() ? 20_000 : 1_000_000, events: small() ? 200_000 : 10_000_000, users: small() ? 2_000 : 100_000 })
+const sizes = () => ({
+  placemarks: small() ? 20_000 : 1_000_000,
+  events: cli.events ?? (small() ? 200_000 : 10_000_000),
+  users: small() ? 2_000 : 100_000,
+  // Ingestion through the API: batches sent 4 at a time, then batches sent one at a time.
+  ingestBatches: small() ? 20 : 200,
+  serialBatches: small() ? 10 : 50
+})
 const GUILDS = 100
+const BATCH = 1000
+const INGEST_CONCURRENCY = 4
+// The figures of --analytics (the names of bench/targets.json).
+const ANALYTICS_ROUTES = ['lurkers', 'heatmap', 'roles', 'clients', 'shifts', 'suspicion', 'member activity']
+const INGESTION = `ingestion (API, batches of ${BATCH})`
+const INGESTION_SERIAL = `ingestion (API, batches of ${BATCH}, 1 at a time)`
+const ANALYTICS_FIGURES = ['activity seed', 'ghosts (one guild, 1 connection)', 'ghosts (one guild, 32 connections)',
+  ...ANALYTICS_ROUTES.map((name) => `${name} (one guild, 30 days, 1 connection)`), INGESTION, INGESTION_SERIAL]
 const CONNECTIONS = 32
 let adminUrl = 'postgres://postgres@127.0.0.1:5432/postgres'
 // Short alternating turns, so that a slow spell of the shared machine (seconds long) falls on every server.
@@ -93,7 +126,7 @@ const log = (msg: string) => process.stderr.write(`${msg}\n`)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const round2 = (x: number) => Math.round(x * 100) / 100
 
-function run (cmd: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
+function run (cmd: string, args: string[], env: Record<string, string>, onStderr?: (text: string) => void): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
   const started = performance.now()
   return new Promise((resolve) => {
     const done = resolve
@@ -101,7 +134,7 @@ function run (cmd: string, args: string[], env: Record<string, string>): Promise
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => { stdout += d })
-    child.stderr.on('data', (d) => { stderr += d })
+    child.stderr.on('data', (d) => { stderr += d; onStderr?.(String(d)) })
     child.on('close', (code) => done({ code, stdout, stderr, seconds: (performance.now() - started) / 1000 }))
   })
 }
@@ -279,9 +312,11 @@ async function importSample (DATABASE_URL: string) {
 
 async function seedActivity (DATABASE_URL: string) {
   log(`seeding ${sizes().events} activity events over ${GUILDS} guilds`)
-  const act = await run(process.execPath, ['--import', 'tsx', 'scripts/seed-activity.ts', '--guilds', String(GUILDS), '--users', String(sizes().users), '--events', String(sizes().events), '--seed', '7'], { DATABASE_URL })
+  // The seed's progress lines are shown as they come: a long seed says how far it is.
+  const act = await run(process.execPath, ['--import', 'tsx', 'scripts/seed-activity.ts', '--guilds', String(GUILDS), '--users', String(sizes().users), '--events', String(sizes().events), '--seed', '7'], { DATABASE_URL },
+    (text) => process.stderr.write(text.replace(/^(?=.)/gm, '  seed: ')))
   if (act.code !== 0) throw new Error(`activity seed failed: ${act.stderr}`)
-  results.figures['activity seed'] = { events: sizes().events, seconds: Math.round(act.seconds * 10) / 10, per_second: Math.round(sizes().events / act.seconds) }
+  results.figures['activity seed'] = { events: sizes().events, guilds: GUILDS, users: sizes().users, seconds: Math.round(act.seconds * 10) / 10, per_second: Math.round(sizes().events / act.seconds) }
   log(`  ${results.figures['activity seed'].per_second} events/s (wall clock, including start-up)`)
 }
 
@@ -292,7 +327,7 @@ async function startServer (DATABASE_URL: string): Promise<{ child: ChildProcess
   const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn' }
+    env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', API_KEY_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn' }
   })
   for (let i = 0; i < 120; i++) {
     if (child.exitCode !== null) throw new Error(`the server exited with code ${child.exitCode} before answering /health`)
@@ -317,10 +352,110 @@ function randomBoxes (): autocannon.Request[] {
   return [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: boxes[next++ % boxes.length] }) }]
 }
 
+// Ghosts and the seven analytics routes of one guild, then ingestion through the API.
+async function measureAnalytics (DATABASE_URL: string, base: string, token: string | null) {
+  if (token) {
+    log('load: ghosts, one guild')
+    const ghosts = `${base}/api/ghosts?guildId=700000000000000001&limit=100`
+    const headers = { authorization: `Bearer ${token}` }
+    record('ghosts (one guild, 1 connection)', await load(ghosts, { headers, connections: 1 }))
+    record('ghosts (one guild, 32 connections)', await load(ghosts, { headers }))
+    // The other analytics routes over the seed's last 30 days (it ends at SYNTHETIC_END), one connection.
+    const window = `guildId=700000000000000001&since=${new Date(SYNTHETIC_END.getTime() - 30 * 86_400_000).toISOString()}&until=${SYNTHETIC_END.toISOString()}`
+    const paths: Record<string, string> = {
+      lurkers: `/api/lurkers?${window}`,
+      heatmap: `/api/heatmap?${window}&timeZone=Europe/Paris`,
+      roles: `/api/roles?${window}`,
+      clients: `/api/clients?${window}`,
+      shifts: `/api/shifts?${window}`,
+      suspicion: `/api/suspicion?${window}`,
+      'member activity': `/api/members/100000000000000001/activity?${window}`
+    }
+    for (const name of ANALYTICS_ROUTES) {
+      log(`load: ${name}, one guild`)
+      record(`${name} (one guild, 30 days, 1 connection)`, await load(`${base}${paths[name]}`, { headers, connections: 1 }))
+    }
+  }
+  // Last: the new events change the answers above.
+  await measureIngestion(DATABASE_URL, base)
+}
+
+/**
+ * New events of the seed's guilds and members (another seed of the same generator: the same mix of types,
+ * ids of their own), as request bodies of BATCH events, made before any is sent.
+ */
+function ingestionBodies (count: number): { bodies: string[]; guilds: string[] } {
+  const guilds = new Set<string>()
+  const bodies: string[] = []
+  let batch: unknown[] = []
+  for (const event of syntheticActivity({ guilds: GUILDS, users: sizes().users, events: count * BATCH, seed: 8 })) {
+    guilds.add(event.guildId)
+    batch.push(event)
+    if (batch.length === BATCH) {
+      bodies.push(JSON.stringify({ events: batch }))
+      batch = []
+    }
+  }
+  return { bodies, guilds: [...guilds] }
+}
+
+const percentile = (sorted: number[], p: number) => sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]
+
+// Sends the bodies with `concurrency` requests in flight; each answer must store the whole batch.
+async function sendBatches (base: string, key: string, bodies: string[], concurrency: number) {
+  const latencies: number[] = []
+  let next = 0
+  let failed = 0
+  let accepted = 0
+  const started = performance.now()
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < bodies.length) {
+      const body = bodies[next++]
+      const t0 = performance.now()
+      try {
+        const res = await fetch(`${base}/api/activity`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body })
+        const answer = await res.json() as { accepted?: number; message?: string }
+        latencies.push(performance.now() - t0)
+        if (res.status !== 200 || answer.accepted !== BATCH) {
+          if (failed++ === 0) log(`  a batch answered ${res.status}: ${JSON.stringify(answer).slice(0, 300)}`)
+        } else accepted += answer.accepted
+      } catch (err) {
+        failed++
+        log(`  a batch failed: ${(err as Error).message}`)
+      }
+    }
+  }))
+  const seconds = (performance.now() - started) / 1000
+  latencies.sort((a, b) => a - b)
+  return { events: accepted, batches: bodies.length, concurrency, seconds: round2(seconds), per_second: Math.round(accepted / seconds), p50_ms: round2(percentile(latencies, 0.5)), p99_ms: round2(percentile(latencies, 0.99)), non2xx: failed }
+}
+
+// Ingestion through POST /api/activity with an API key of every seeded guild: INGEST_CONCURRENCY requests at a time, then one at a time.
+async function measureIngestion (DATABASE_URL: string, base: string) {
+  const { ingestBatches, serialBatches } = sizes()
+  log(`load: ingestion through the API, ${ingestBatches} batches of ${BATCH} ${INGEST_CONCURRENCY} at a time, then ${serialBatches} one at a time`)
+  const { bodies, guilds } = ingestionBodies(ingestBatches + serialBatches + 2)
+  const handle = await openMigratedDatabase(loadConfig({ DATABASE_URL }))
+  const key = generateApiKey()
+  try {
+    await createApiKey(handle.db, { name: 'bench', keyHash: hashApiKey(key), prefix: apiKeyPrefix(key), guildIds: guilds })
+  } finally {
+    await handle.close()
+  }
+  // Warm-up: the first requests of a fresh code path run unoptimized (these events are stored too).
+  await sendBatches(base, key, bodies.slice(0, 2), 1)
+  for (const [name, from, to, concurrency] of [[INGESTION, 2, 2 + ingestBatches, INGEST_CONCURRENCY], [INGESTION_SERIAL, 2 + ingestBatches, bodies.length, 1]] as const) {
+    const f = await sendBatches(base, key, bodies.slice(from, to), concurrency)
+    results.figures[name] = f
+    log(`  ${name}: ${f.per_second} events/s, ${f.concurrency} at a time, per batch p50 ${f.p50_ms} ms, p99 ${f.p99_ms} ms${f.non2xx ? `, ${f.non2xx} failed` : ''}`)
+  }
+}
+
 async function main () {
   results.quick = cli.quick
   const { duration, warmup, turns, turnSeconds } = timing()
   results.settings = { connections: CONNECTIONS, duration_s: duration, warmup_s: warmup, turns, turn_s: turnSeconds }
+  if (!cli.quick) Object.assign(results.settings, { events: sizes().events, guilds: GUILDS, users: sizes().users, ingest_batch: BATCH, ingest_concurrency: INGEST_CONCURRENCY })
   const dbName = `bench_${Date.now().toString(36)}`
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()
@@ -331,7 +466,10 @@ async function main () {
   const children: ChildProcess[] = []
   try {
     if (cli.quick) await importSample(DATABASE_URL)
-    else {
+    else if (cli.analytics) {
+      // Only the activity: migrated (the seed migrates), then seeded.
+      await seedActivity(DATABASE_URL)
+    } else {
       await importPlacemarks(DATABASE_URL)
       await seedActivity(DATABASE_URL)
     }
@@ -346,56 +484,49 @@ async function main () {
     await quiesce(admin, dbName)
     if (server.child.pid) await settle(server.child.pid)
     const token = await signIn(server.base).catch((err: Error) => { log(`  sign-in for the auth benchmarks failed: ${err.message}`); return null })
-
-    log('load: small answers, ours against bare Fastify and Express peers serving the same bytes')
-    const answers = await fetchAnswers(server.base, token)
-    const answersFile = join(root, 'bench', 'data', 'peer-answers.json')
-    // A fresh checkout has no bench/data yet (the quick run imports nothing).
-    mkdirSync(dirname(answersFile), { recursive: true })
-    writeFileSync(answersFile, JSON.stringify(answers))
-    const peers = [await startPeer('fastify', answersFile), await startPeer('express', answersFile)]
-    children.push(...peers.map((p) => p.child))
-    for (const peer of peers) await checkSameBytes(peer, answers)
-    await measureAgainstPeers(server.base, token, answers, peers)
-    // The peers are done: they take no memory or CPU from the rest.
-    for (const peer of peers) await stop(peer.child)
-    // --quick stops here: the small answers are its whole point.
-    if (!cli.quick) {
-      log('load: bbox, random city boxes')
-      const boxes = randomBoxes()
-      await load(server.base, { requests: boxes, duration: timing().warmup })
-      record('bbox (random city boxes, 1 connection)', await load(server.base, { requests: boxes, connections: 1 }))
-      record('bbox (random city boxes, 32 connections)', await load(server.base, { requests: boxes }))
+    if (cli.analytics) {
+      // --analytics: the activity figures alone, without the placemarks and the peers.
+      await measureAnalytics(DATABASE_URL, server.base, token)
       const memory = server.child.pid ? memoryMb(server.child.pid) : null
       if (memory) results.figures['server memory'] = memory
+    } else {
+      log('load: small answers, ours against bare Fastify and Express peers serving the same bytes')
+      const answers = await fetchAnswers(server.base, token)
+      const answersFile = join(root, 'bench', 'data', 'peer-answers.json')
+      // A fresh checkout has no bench/data yet (the quick run imports nothing).
+      mkdirSync(dirname(answersFile), { recursive: true })
+      writeFileSync(answersFile, JSON.stringify(answers))
+      const peers = [await startPeer('fastify', answersFile), await startPeer('express', answersFile)]
+      children.push(...peers.map((p) => p.child))
+      for (const peer of peers) await checkSameBytes(peer, answers)
+      await measureAgainstPeers(server.base, token, answers, peers)
+      // The peers are done: they take no memory or CPU from the rest.
+      for (const peer of peers) await stop(peer.child)
+      // --quick stops here: the small answers are its whole point.
+      if (!cli.quick) {
+        log('load: bbox, random city boxes')
+        const boxes = randomBoxes()
+        await load(server.base, { requests: boxes, duration: timing().warmup })
+        record('bbox (random city boxes, 1 connection)', await load(server.base, { requests: boxes, connections: 1 }))
+        record('bbox (random city boxes, 32 connections)', await load(server.base, { requests: boxes }))
+        const memory = server.child.pid ? memoryMb(server.child.pid) : null
+        if (memory) results.figures['server memory'] = memory
 
-      if (token) {
-        log('load: ghosts, one guild')
-        const ghosts = `${server.base}/api/ghosts?guildId=700000000000000001&limit=100`
-        const headers = { authorization: `Bearer ${token}` }
-        record('ghosts (one guild, 1 connection)', await load(ghosts, { headers, connections: 1 }))
-        record('ghosts (one guild, 32 connections)', await load(ghosts, { headers }))
-        // The other analytics routes over the seed's last 30 days (it ends at SYNTHETIC_END), one connection.
-        const window = `guildId=700000000000000001&since=${new Date(SYNTHETIC_END.getTime() - 30 * 86_400_000).toISOString()}&until=${SYNTHETIC_END.toISOString()}`
-        for (const [name, path] of [
-          ['lurkers', `/api/lurkers?${window}`], ['heatmap', `/api/heatmap?${window}&timeZone=Europe/Paris`], ['roles', `/api/roles?${window}`],
-          ['clients', `/api/clients?${window}`], ['shifts', `/api/shifts?${window}`], ['suspicion', `/api/suspicion?${window}`],
-          ['member activity', `/api/members/100000000000000001/activity?${window}`]
-        ]) {
-          log(`load: ${name}, one guild`)
-          record(`${name} (one guild, 30 days, 1 connection)`, await load(`${server.base}${path}`, { headers, connections: 1 }))
-        }
+        await measureAnalytics(DATABASE_URL, server.base, token)
       }
     }
   } finally {
     await Promise.all(children.map(stop))
     if (!cli.keep) await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {})
+    else log(`kept the database ${dbName}`)
     await admin.end()
   }
 
   const targets = JSON.parse(readFileSync(join(root, 'bench', 'targets.json'), 'utf8')) as Parameters<typeof checkTargets>[0]
   // --quick judges the figures it measured, the peers' ratios.
   if (cli.quick) for (const name of Object.keys(targets)) if (!PEER_FIGURES.some((f) => f.name === name)) delete targets[name]
+  // --analytics judges the activity figures.
+  if (cli.analytics) for (const name of Object.keys(targets)) if (!ANALYTICS_FIGURES.includes(name)) delete targets[name]
   results.checks = checkTargets(targets)
   writeFileSync(join(root, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`)
   printTables()
@@ -440,7 +571,7 @@ function printTables () {
     const f = results.figures[n]
     return `| ${n} | ${f.bytes} | ${f.rps} | ${f.fastify_rps} | ${f.express_rps} | ${f.vs_fastify} | ${f.vs_express} | ${verdict(n)} |`
   })
-  console.log([`| figure (${CONNECTIONS} connections, ${timing().turns} turns of ${timing().turnSeconds} s) | bytes | ours req/s | fastify req/s | express req/s | vs fastify | vs express | target | result |`, '|---|---|---|---|---|---|---|---|---|', ...peerRows].join('\n'))
+  if (!cli.analytics) console.log([`| figure (${CONNECTIONS} connections, ${timing().turns} turns of ${timing().turnSeconds} s) | bytes | ours req/s | fastify req/s | express req/s | vs fastify | vs express | target | result |`, '|---|---|---|---|---|---|---|---|---|', ...peerRows].join('\n'))
   // Every other figure, and any targeted one that was not measured.
   const others = [...new Set([...Object.keys(results.figures), ...checks.keys()])].filter((n) => !results.figures[n]?.fastify_rps)
   const otherRows = others.map((n) => {
@@ -449,7 +580,8 @@ function printTables () {
   })
   console.log(['', '| figure | measured | target | result |', '|---|---|---|---|', ...otherRows].join('\n'))
   const passed = results.checks.filter((c) => c.pass).length
-  console.log(`\n${passed} of ${results.checks.length} targets met${cli.small ? ' (small sizes: the targets are set for the full run)' : ''}; written: bench/results.json`)
+  const sized = cli.small || (cli.events !== null && cli.events < 10_000_000)
+  console.log(`\n${passed} of ${results.checks.length} targets met${sized ? ' (small sizes: the targets are set for the full run)' : ''}; written: bench/results.json`)
 }
 
 await runAsProgram(command, import.meta.url)
