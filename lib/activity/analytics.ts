@@ -6,10 +6,23 @@ import { isValidTimeZone } from '../timeline/timezone.ts'
 export const DAY_MS = 86_400_000
 export const WEEK_MS = 7 * DAY_MS
 
-/** Strings compared byte by byte in UTF-8, as PostgreSQL's COLLATE "C" does. */
+/**
+ * Strings compared byte by byte in UTF-8, as PostgreSQL's COLLATE "C" does. UTF-8 byte order is code point
+ * order, which UTF-16 code unit order matches unless a surrogate (a code point past U+FFFF) meets a unit
+ * of U+E000..U+FFFF: so the first differing units decide, and only a surrogate there takes the encoded
+ * comparison. Nothing is allocated for the ids this sorts (digits), thousands of times per answer.
+ */
 export function compareBytes (a: string, b: string): number {
   if (a === b) return 0
-  return Buffer.compare(Buffer.from(a), Buffer.from(b))
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x === y) continue
+    if ((x >= 0xd800 && x <= 0xdfff) || (y >= 0xd800 && y <= 0xdfff)) return Buffer.compare(Buffer.from(a), Buffer.from(b))
+    return x < y ? -1 : 1
+  }
+  return a.length < b.length ? -1 : 1
 }
 
 /**
@@ -112,18 +125,46 @@ function fractions (c: SuspicionCounts): Record<keyof SuspicionFactors, [number,
  */
 export function suspicion (c: SuspicionCounts): { score: number; factors: SuspicionFactors } {
   const parts = fractions(c)
+  const factors = {} as SuspicionFactors
+  let sum = 0
+  for (const name in parts) {
+    const [p, q, weight] = parts[name as keyof SuspicionFactors]
+    factors[name as keyof SuspicionFactors] = roundRatio(p, q)
+    if (q !== 0) sum += weight * p / q
+  }
+  // The float sum is within a few units of 1e-13 of the exact one: only a sum that close to x.5 needs the
+  // exact fractions to decide which way it rounds.
+  const fraction = sum - Math.floor(sum)
+  if (Math.abs(fraction - 0.5) > 1e-9) return { score: Math.floor(sum + 0.5), factors }
+  return { score: exactScore(parts), factors }
+}
+
+// round(sum(weight x p / q)), half up, on exact fractions: in safe integers while they fit, else BigInt.
+function exactScore (parts: Record<keyof SuspicionFactors, [number, number, number]>): number {
+  let num = 0
+  let den = 1
+  for (const [p, q, weight] of Object.values(parts)) {
+    if (q === 0 || p === 0) continue
+    const nextNum = num * q + weight * p * den
+    const nextDen = den * q
+    if (!Number.isSafeInteger(nextNum) || !Number.isSafeInteger(nextDen) || !Number.isSafeInteger(2 * nextNum + nextDen)) return bigScore(parts)
+    num = nextNum
+    den = nextDen
+  }
+  // Integer division: a float quotient could round up to the next integer.
+  const twice = 2 * num + den
+  return (twice - (twice % (2 * den))) / (2 * den)
+}
+
+function bigScore (parts: Record<keyof SuspicionFactors, [number, number, number]>): number {
   let num = 0n
   let den = 1n
-  const factors = {} as SuspicionFactors
-  for (const [name, [p, q, weight]] of Object.entries(parts) as [keyof SuspicionFactors, [number, number, number]][]) {
-    factors[name] = roundRatio(p, q)
+  for (const [p, q, weight] of Object.values(parts)) {
     if (q === 0 || p === 0) continue
-    // num/den + weight * p / q
     num = num * BigInt(q) + BigInt(weight) * BigInt(p) * den
     den = den * BigInt(q)
   }
-  const score = Number((2n * num + den) / (2n * den))
-  return { score, factors }
+  return Number((2n * num + den) / (2n * den))
 }
 
 /** Opaque page cursors: the position and the parameters they belong to, signed so that only this service's work. */
