@@ -55,7 +55,15 @@ const routes = {
   getPlacemark: ['GET', '/api/v1/placemarks/{id}'],
   listPlacemarksInBbox: ['GET', '/api/v1/spatial/bbox'],
   listTimelineEvents: ['GET', '/api/v1/timeline/events'],
-  getTimeline: ['GET', '/api/v1/timeline']
+  getTimeline: ['GET', '/api/v1/timeline'],
+  ogcLandingPage: ['GET', '/ogc'],
+  ogcConformance: ['GET', '/ogc/conformance'],
+  ogcApiDefinition: ['GET', '/ogc/api'],
+  ogcCollections: ['GET', '/ogc/collections'],
+  ogcPlacemarksCollection: ['GET', '/ogc/collections/placemarks'],
+  ogcPlacemarksQueryables: ['GET', '/ogc/collections/placemarks/queryables'],
+  ogcPlacemarkItems: ['GET', '/ogc/collections/placemarks/items'],
+  ogcPlacemarkItem: ['GET', '/ogc/collections/placemarks/items/{featureId}']
 } as const satisfies Record<Id, readonly [string, string]>
 
 let token = ''
@@ -108,6 +116,15 @@ export async function tour(): Promise<string[]> {
   const instants: (string | null)[] = events.map((e) => e.timestamp)
   const timeline = await call('getTimeline', {})
   const where: number | undefined = timeline.events[0]?.location?.lat
+  const landing = await call('ogcLandingPage', {})
+  const data: string | undefined = landing.links.find((l) => l.rel === 'data')?.href
+  const { conformsTo } = await call('ogcConformance', {})
+  const { collections } = await call('ogcCollections', {})
+  const extent: number[] | undefined = collections[0]?.extent.spatial.bbox[0]
+  await call('ogcPlacemarksCollection', {})
+  await call('ogcPlacemarkItems', { query: { limit: 10, bbox: '-115.18,36.09,-115.16,36.11', geometry_type: 'Point' } })
+  await call('ogcPlacemarkItem', { path: { featureId: '2' } })
+  seen.push(String(data), String(conformsTo.length + (extent?.length ?? 0)))
   await call('logout', {})
   seen.push(role, String(scores.length + total + count + inBox + keys.length + instants.length + (where ?? 0)), String(kind))
   return seen
