@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import type { Database } from './types.ts'
-import { SUMMARY, toSummary, type SummaryRow } from './placemarks.ts'
+import { searchCondition, searchWords, SUMMARY, toSummary, type SummaryRow } from './placemarks.ts'
 import type { PlacemarkSummaryT } from '../schemas/placemarks.ts'
 
 type Db = Kysely<Database>
@@ -11,6 +11,8 @@ export interface ItemFilter {
   ids?: number[]
   folder?: string
   geometryType?: string
+  // Text search: each word in the name or the description.
+  q?: string
 }
 
 function conditions (f: ItemFilter) {
@@ -18,6 +20,8 @@ function conditions (f: ItemFilter) {
   if (f.ids !== undefined) parts.push(sql`p.id = ANY(${f.ids}::int[])`)
   if (f.folder !== undefined) parts.push(sql`p.folder_path @> ARRAY[${f.folder}]::text[]`)
   if (f.geometryType !== undefined) parts.push(sql`p.geometry_type = ${f.geometryType}`)
+  const words = searchWords(f.q)
+  if (words.length) parts.push(searchCondition(words))
   return parts.length === 0 ? sql`` : sql`WHERE ${sql.join(parts, sql` AND `)}`
 }
 

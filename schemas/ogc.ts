@@ -95,6 +95,7 @@ export const ItemsQuery = Type.Object({
     examples: ['-115.18,36.09,-115.16,36.11']
   })),
   folder: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Only placemarks with a folder of exactly this name at any level of their path', examples: ['Las Vegas Strip'] })),
+  q: Type.Optional(Type.String({ maxLength: 500, description: 'Text search: whitespace-separated words (at most 16), each of which must appear in the name or the description, case-insensitively', examples: ['tropicana'] })),
   geometry_type: Type.Optional(Type.Unsafe<'Point' | 'LineString' | 'Polygon'>({ type: 'string', enum: ['Point', 'LineString', 'Polygon'], description: 'Only placemarks of this geometry type' }))
 }, { additionalProperties: false })
 

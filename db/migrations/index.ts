@@ -10,6 +10,7 @@ import * as activityEvents from './008_activity_events.ts'
 import * as apiKeys from './009_api_keys.ts'
 import * as activityRollups from './010_activity_rollups.ts'
 import * as audit from './011_audit.ts'
+import * as placemarkSearch from './012_placemark_search.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -23,5 +24,6 @@ export const migrations: Record<string, Migration> = {
   '008_activity_events': activityEvents,
   '009_api_keys': apiKeys,
   '010_activity_rollups': activityRollups,
-  '011_audit': audit
+  '011_audit': audit,
+  '012_placemark_search': placemarkSearch
 }

@@ -176,7 +176,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'ogcPlacemarkItems',
       summary: 'Placemarks as GeoJSON features, paged and filtered',
       description: 'One page of placemarks in id order as a GeoJSON FeatureCollection with `numberMatched`, `numberReturned`, `timeStamp` and `self`/`next`/`prev`/`collection` links. ' +
-        '`bbox` keeps placemarks whose geometry intersects the box (as `/api/v1/spatial/bbox`, antimeridian included); `folder` and `geometry_type` as their names say. Features carry the properties of the GeoJSON list.',
+        '`bbox` keeps placemarks whose geometry intersects the box (as `/api/v1/spatial/bbox`, antimeridian included); `folder` and `geometry_type` as their names say; `q` keeps placemarks whose name or description holds every word, case-insensitively. Features carry the properties of the GeoJSON list.',
       querystring: ItemsQuery,
       response: {
         200: { description: 'The page of features', content: { [GEOJSON_TYPE]: { schema: openapiExamples(OgcFeatureCollection) } } },
@@ -186,8 +186,8 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request, reply) => {
-    const { limit, offset, bbox, folder, geometry_type: geometryType } = request.query
-    const filter: ItemFilter = { folder, geometryType }
+    const { limit, offset, bbox, folder, geometry_type: geometryType, q } = request.query
+    const filter: ItemFilter = { folder, geometryType, q }
     if (bbox !== undefined) {
       // The box query's path (the in-memory index, or the database's GiST index and exact test).
       const summaries = await app.boxIndex.query(parseBbox(bbox), Number.MAX_SAFE_INTEGER)
@@ -201,6 +201,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
       if (bbox !== undefined) params.set('bbox', bbox)
       if (folder !== undefined) params.set('folder', folder)
       if (geometryType !== undefined) params.set('geometry_type', geometryType)
+      if (q !== undefined) params.set('q', q)
       return `${collectionUrl}/items?${params}`
     }
     const links = [link(url(offset), 'self', GEOJSON_TYPE, 'This page'), link(collectionUrl, 'collection', JSON_TYPE, 'The collection')]
