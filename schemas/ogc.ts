@@ -66,7 +66,9 @@ const OgcProperties = Type.Object({
   coordinates_raw: Nullable(Type.String()),
   media_links: Type.Array(Type.String()),
   created_at: Type.String({ format: 'date-time' }),
-  extended_data: Type.Optional(Type.Array(KeyValue))
+  extended_data: Type.Optional(Type.Array(KeyValue)),
+  time_begin: Nullable(Type.String({ format: 'date-time', description: 'Start of the KML TimeStamp or TimeSpan (UTC); null when open or absent' })),
+  time_end: Nullable(Type.String({ format: 'date-time', description: 'End of the KML TimeStamp or TimeSpan (UTC), inclusive; null when open or absent' }))
 }, { additionalProperties: false })
 
 export const OgcFeature = Type.Object({
@@ -93,6 +95,11 @@ export const ItemsQuery = Type.Object({
     maxLength: 200,
     description: 'Only features intersecting this box, `minlon,minlat,maxlon,maxlat` in CRS84 (6 numbers with heights are accepted, heights ignored); minlon > maxlon crosses the antimeridian',
     examples: ['-115.18,36.09,-115.16,36.11']
+  })),
+  datetime: Type.Optional(Type.String({
+    maxLength: 100,
+    description: 'Only placemarks whose KML time intersects this: an instant or a date (year, year-month, date or RFC 3339 date-time: the period it names), or an interval `start/end` with `..` for an open end',
+    examples: ['2017-10-01T00:00:00Z/..']
   })),
   folder: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Only placemarks with a folder of exactly this name at any level of their path', examples: ['Las Vegas Strip'] })),
   q: Type.Optional(Type.String({ maxLength: 500, description: 'Text search: whitespace-separated words (at most 16), each of which must appear in the name or the description, case-insensitively', examples: ['tropicana'] })),

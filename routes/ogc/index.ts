@@ -4,11 +4,12 @@ import {
   Collection, Collections, Conformance, FeatureParams, ItemsQuery, LandingPage, OGC_COLLECTION, OgcFeature, OgcFeatureCollection, Queryables,
   type CollectionT, type LinkT
 } from '../../schemas/ogc.ts'
-import { filteredPlacemarks, placemarkExtent, type ItemFilter } from '../../db/ogc.ts'
+import { filteredPlacemarks, placemarkExtent, placemarkTimeExtent, placemarkTimeOf, type ItemFilter } from '../../db/ogc.ts'
 import { getPlacemark } from '../../db/placemarks.ts'
 import { HttpError } from '../../lib/errors.ts'
 import { collectionText, GEOJSON_TYPE, placemarkFeature } from '../../lib/geo/geojson.ts'
 import type { Box } from '../../lib/geo/box.ts'
+import { kmlTimeRange } from '../../lib/kml/time.ts'
 import { openapiExamples } from '../../plugins/app/geojson.ts'
 
 const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
@@ -35,6 +36,29 @@ export function parseBbox (text: string): Box {
   return { minLon, minLat, maxLon, maxLat }
 }
 
+/**
+ * `datetime`: an instant or a date (the period it names, as KML's forms: year, month, day, date-time), or
+ * an interval `start/end` with `..` or nothing for an open end; as the instants [from, to].
+ */
+export function parseDatetime (text: string): { from: string | null; to: string | null } {
+  const bad = () => new HttpError(400, 'querystring/datetime must be an RFC 3339 date-time or date, or an interval start/end with .. for an open end')
+  const parts = text.split('/')
+  if (parts.length > 2) throw bad()
+  const open = (v: string) => v === '..' || v === ''
+  if (parts.length === 1) {
+    const range = kmlTimeRange(parts[0])
+    if (!range) throw bad()
+    return { from: range.begin, to: range.end }
+  }
+  const [a, b] = parts
+  if (open(a) && open(b)) throw bad()
+  const from = open(a) ? null : kmlTimeRange(a)?.begin
+  const to = open(b) ? null : kmlTimeRange(b)?.end
+  if (from === undefined || to === undefined) throw bad()
+  if (from !== null && to !== null && from > to) throw new HttpError(400, 'querystring/datetime must not end before it starts')
+  return { from, to }
+}
+
 // Ids of serialized summaries: each begins with `{"id":`, which cannot occur inside a JSON string (its quotes are escaped).
 const SUMMARY_ID = /\{"id":(\d+),/g
 
@@ -46,7 +70,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
   const collectionUrl = `${base}/collections/${OGC_COLLECTION}`
 
   async function collection (): Promise<CollectionT> {
-    const extent = await placemarkExtent(app.db)
+    const [extent, time] = await Promise.all([placemarkExtent(app.db), placemarkTimeExtent(app.db)])
     return {
       id: OGC_COLLECTION,
       title: 'Placemarks',
@@ -55,7 +79,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
       crs: [CRS84],
       extent: {
         spatial: { bbox: [extent ?? [-180, -90, 180, 90]], crs: CRS84 },
-        temporal: { interval: [[null, null]], trs: 'http://www.opengis.net/def/uom/ISO-8601/0/Gregorian' }
+        temporal: { interval: [time ?? [null, null]], trs: 'http://www.opengis.net/def/uom/ISO-8601/0/Gregorian' }
       },
       links: [
         link(collectionUrl, 'self', JSON_TYPE, 'This collection'),
@@ -119,7 +143,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
       tags,
       operationId: 'ogcCollections',
       summary: 'The feature collections',
-      description: 'The one collection, `placemarks`, with its spatial extent (the temporal one is unknown: `[[null, null]]`).',
+      description: 'The one collection, `placemarks`, with its spatial extent and its temporal extent (the KML times of its placemarks; `[[null, null]]` when none has a time).',
       response: { 200: answer(Collections, 'The collections'), ...common }
     }
   }, async () => ({
@@ -186,8 +210,8 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request, reply) => {
-    const { limit, offset, bbox, folder, geometry_type: geometryType, q } = request.query
-    const filter: ItemFilter = { folder, geometryType, q }
+    const { limit, offset, bbox, datetime, folder, geometry_type: geometryType, q } = request.query
+    const filter: ItemFilter = { folder, geometryType, q, datetime: datetime === undefined ? undefined : parseDatetime(datetime) }
     if (bbox !== undefined) {
       // The box query's path (the in-memory index, or the database's GiST index and exact test).
       const summaries = await app.boxIndex.query(parseBbox(bbox), Number.MAX_SAFE_INTEGER)
@@ -199,6 +223,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
     const url = (at: number) => {
       const params = new URLSearchParams({ limit: String(limit), offset: String(at) })
       if (bbox !== undefined) params.set('bbox', bbox)
+      if (datetime !== undefined) params.set('datetime', datetime)
       if (folder !== undefined) params.set('folder', folder)
       if (geometryType !== undefined) params.set('geometry_type', geometryType)
       if (q !== undefined) params.set('q', q)
@@ -231,13 +256,13 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const { featureId } = request.params
     const id = /^[1-9]\d{0,9}$/.test(featureId) ? Number(featureId) : NaN
-    const placemark = id <= MAX_ID ? await getPlacemark(app.db, id) : undefined
-    if (!placemark) throw new HttpError(404, `Feature ${featureId} not found`)
+    const [placemark, time] = id <= MAX_ID ? await Promise.all([getPlacemark(app.db, id), placemarkTimeOf(app.db, id)]) : []
+    if (!placemark || !time) throw new HttpError(404, `Feature ${featureId} not found`)
     const links = [
       link(`${collectionUrl}/items/${id}`, 'self', GEOJSON_TYPE, 'This feature'),
       link(collectionUrl, 'collection', JSON_TYPE, 'The collection')
     ]
-    const feature = placemarkFeature(placemark)
+    const feature = placemarkFeature({ ...placemark, ...time })
     return reply.geojson(`${feature.slice(0, -1)},"links":${JSON.stringify(links)}}`)
   })
 }

@@ -54,7 +54,7 @@ t.test('GDAL lists, pages through and filters the placemarks collection', { skip
     t.equal(features.length, 545)
     t.same(byId(features), byId(expected), 'every placemark once, in id order')
     const list = [...await ours('/api/v1/placemarks?limit=1000&format=geojson'), ...await ours('/api/v1/placemarks?limit=1000&offset=1000&format=geojson')]
-    t.same(expected, list, 'the OGC items are the GeoJSON list')
+    t.same(expected, list.map((f) => ({ ...f, properties: { ...f.properties, time_begin: null, time_end: null } })), 'the OGC items are the GeoJSON list, with the KML time (none here)')
     let differing = 0
     for (const [i, feature] of features.entries()) {
       const want = expected[i]

@@ -3,6 +3,8 @@ import { buildTestApp, importVegas, openTestDatabase, vegasAbsent } from '../hel
 import { CONFORMANCE } from '../../routes/ogc/index.ts'
 
 const PUBLIC_URL = 'http://gis.example.test'
+// The GeoJSON answers' features with the KML time the OGC features add (the Vegas KMZ has none).
+const timed = (features: Feature[]) => features.map((f) => ({ ...f, properties: { ...f.properties, time_begin: null, time_end: null } }))
 
 interface Feature { type: 'Feature'; id: number; geometry: { type: string }; properties: Record<string, unknown> }
 interface Link { href: string; rel: string; type?: string }
@@ -62,7 +64,7 @@ t.test('OGC API - Features on PostgreSQL with the Vegas KMZ', { skip: vegasAbsen
     t.equal(rels.collection, `${PUBLIC_URL}/ogc/collections/placemarks`)
     t.notOk(rels.prev, 'no prev link on the first page')
     const list = (await get('/api/v1/placemarks?limit=10&format=geojson')).json()
-    t.same(page.features, list.features, 'the same features as /api/v1/placemarks')
+    t.same(page.features, timed(list.features), 'the same features as /api/v1/placemarks, with their time')
 
     // Follow next links to the end with a large page.
     const ids: number[] = []
@@ -91,22 +93,22 @@ t.test('OGC API - Features on PostgreSQL with the Vegas KMZ', { skip: vegasAbsen
     const ours = (await get('/api/v1/spatial/bbox?min_lon=-115.18&min_lat=36.09&max_lon=-115.16&max_lat=36.11&limit=10000&format=geojson')).json()
     const items = (await get(`/ogc/collections/placemarks/items?limit=10000&bbox=${box}`)).json() as Items
     t.ok(ours.features.length > 0)
-    t.same(items.features, ours.features)
+    t.same(items.features, timed(ours.features))
     t.equal(items.numberMatched, ours.count)
     const sixNumbers = (await get('/ogc/collections/placemarks/items?limit=10000&bbox=-115.18,36.09,-100,-115.16,36.11,100')).json() as Items
-    t.same(sixNumbers.features, ours.features, 'heights are ignored')
+    t.same(sixNumbers.features, timed(ours.features), 'heights are ignored')
 
     const folders = (await get('/api/v1/folders')).json().folders as string[]
     const folder = folders[0]
     const byFolder = (await get(`/api/v1/placemarks?limit=1000&format=geojson&folder=${encodeURIComponent(folder)}`)).json()
     const itemsByFolder = (await get(`/ogc/collections/placemarks/items?limit=10000&folder=${encodeURIComponent(folder)}`)).json() as Items
-    t.same(itemsByFolder.features, byFolder.features)
+    t.same(itemsByFolder.features, timed(byFolder.features))
     const lines = (await get('/ogc/collections/placemarks/items?limit=10000&geometry_type=LineString')).json() as Items
     const stats = (await get('/api/v1/stats')).json()
     t.equal(lines.numberMatched, stats.geometry_types.LineString ?? 0)
     t.ok(lines.features.every((f) => f.properties.geometry_type === 'LineString'))
     const both = (await get(`/ogc/collections/placemarks/items?limit=10000&bbox=-180,-90,180,90&geometry_type=Point&folder=${encodeURIComponent(folder)}`)).json() as Items
-    t.same(both.features, byFolder.features.filter((f: Feature) => f.properties.geometry_type === 'Point'))
+    t.same(both.features, timed(byFolder.features.filter((f: Feature) => f.properties.geometry_type === 'Point')))
   })
 
   t.test('items: a box across the antimeridian', async (t) => {
@@ -125,7 +127,7 @@ t.test('OGC API - Features on PostgreSQL with the Vegas KMZ', { skip: vegasAbsen
     t.match(one.headers['content-type'], /^application\/geo\+json/)
     const feature = one.json()
     const ours = (await get('/api/v1/placemarks/2?format=geojson')).json()
-    t.same({ ...feature, links: undefined }, { ...ours, links: undefined })
+    t.same({ ...feature, links: undefined }, { ...timed([ours])[0], links: undefined })
     t.equal(feature.links.find((l: Link) => l.rel === 'self').href, `${PUBLIC_URL}/ogc/collections/placemarks/items/2`)
     for (const id of ['999999', 'abc', '0', '99999999999']) {
       const missing = await get(`/ogc/collections/placemarks/items/${id}`)
