@@ -11,7 +11,7 @@ import * as apiKeys from './009_api_keys.ts'
 import * as activityRollups from './010_activity_rollups.ts'
 import * as audit from './011_audit.ts'
 import * as placemarkSearch from './012_placemark_search.ts'
-import * as placemarkTime from './013_placemark_time.ts'
+import * as placemarkTime from './014_placemark_time.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -27,5 +27,5 @@ export const migrations: Record<string, Migration> = {
   '010_activity_rollups': activityRollups,
   '011_audit': audit,
   '012_placemark_search': placemarkSearch,
-  '013_placemark_time': placemarkTime
+  '014_placemark_time': placemarkTime
 }
