@@ -17,6 +17,8 @@ import { acquireEmbeddedLock, LOCK_FILE, type EmbeddedLock } from './embedded-lo
 export async function openEmbedded (options: DatabaseOptions): Promise<DatabaseHandle> {
   const { PGlite } = await import('@electric-sql/pglite')
   const { createPgConfig } = await import('@electric-sql/pglite/node-postgres')
+  // pg_trgm: the placemark text search's index (migration 012).
+  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm')
   const dir = options.pgliteDir ?? './data/pglite'
   const startParams = pgliteStartParams(PGlite.defaultStartParams, options.pgliteSharedBuffersMb ?? PGLITE_SHARED_BUFFERS_MB)
   let lock: EmbeddedLock | null = null
@@ -30,7 +32,7 @@ export async function openEmbedded (options: DatabaseOptions): Promise<DatabaseH
       if (lock.tookOverFrom) options.onStaleLock?.(lock.tookOverFrom)
       if (!existsSync(join(dir, 'PG_VERSION'))) await createEmbedded(dir, startParams)
     }
-    pglite = await PGlite.create(dir, { startParams, ...(dir.startsWith('memory://') && options.pgliteDataDir ? { loadDataDir: options.pgliteDataDir } : {}) })
+    pglite = await PGlite.create(dir, { startParams, extensions: { pg_trgm }, ...(dir.startsWith('memory://') && options.pgliteDataDir ? { loadDataDir: options.pgliteDataDir } : {}) })
   } catch (err) {
     lock?.release()
     throw err

@@ -88,13 +88,15 @@ async function commitShadowImport (client: PoolClient, summary: ImportSummary, l
   await client.query('ALTER TABLE placemarks_next ADD CONSTRAINT placemarks_next_pkey PRIMARY KEY (id)')
   await client.query('CREATE INDEX placemarks_next_folder_path_idx ON placemarks_next USING gin (folder_path)')
   await client.query('CREATE INDEX placemarks_next_timeline_idx ON placemarks_next (event_sort, id) WHERE event_sort IS NOT NULL')
+  // The text search's trigram index (migration 012).
+  await client.query("CREATE INDEX placemarks_next_search_idx ON placemarks_next USING gin ((name || ' ' || coalesce(description, '')) gin_trgm_ops)")
   // Statistics before the swap (they follow the table through the rename), not under its lock.
   await client.query('ANALYZE placemarks_next')
   await lockForSwap(client, lock)
   await client.query('DROP TABLE placemarks')
   await client.query('ALTER TABLE placemarks_next RENAME TO placemarks')
   await client.query('ALTER TABLE placemarks RENAME CONSTRAINT placemarks_next_pkey TO placemarks_pkey')
-  for (const name of ['bbox', 'folder_path', 'timeline']) {
+  for (const name of ['bbox', 'folder_path', 'timeline', 'search']) {
     await client.query(`ALTER INDEX placemarks_next_${name}_idx RENAME TO placemarks_${name}_idx`)
   }
   const { rows } = await client.query<{ version: string }>(

@@ -19,6 +19,8 @@ export interface PlacemarkTable {
   event_date: string | null
   event_timestamp: Date | null
   event_sort: Date | null
+  time_begin: Date | null
+  time_end: Date | null
   created_at: ColumnType<Date, Date | string, never>
 }
 

@@ -50,7 +50,8 @@ export const TimelineEvent = Type.Object({
 export const ListQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1..1000 (default 100)', examples: [10] }),
   offset: Type.Integer({ minimum: 0, maximum: 2147483647, default: 0, description: 'Number of placemarks to skip, >= 0 (default 0)', examples: [0] }),
-  folder: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Only placemarks with a folder of exactly this name at any level of their path', examples: ['Las Vegas Strip'] }))
+  folder: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Only placemarks with a folder of exactly this name at any level of their path', examples: ['Las Vegas Strip'] })),
+  q: Type.Optional(Type.String({ maxLength: 500, description: 'Text search: whitespace-separated words (at most 16), each of which must appear in the name or the description, case-insensitively', examples: ['tropicana'] }))
 }, { additionalProperties: false })
 
 export const PlacemarkList = Type.Object({

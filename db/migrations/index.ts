@@ -10,7 +10,9 @@ import * as activityEvents from './008_activity_events.ts'
 import * as apiKeys from './009_api_keys.ts'
 import * as activityRollups from './010_activity_rollups.ts'
 import * as audit from './011_audit.ts'
+import * as placemarkSearch from './012_placemark_search.ts'
 import * as activityDailyCovering from './013_activity_daily_covering.ts'
+import * as placemarkTime from './014_placemark_time.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -25,5 +27,7 @@ export const migrations: Record<string, Migration> = {
   '009_api_keys': apiKeys,
   '010_activity_rollups': activityRollups,
   '011_audit': audit,
-  '013_activity_daily_covering': activityDailyCovering
+  '012_placemark_search': placemarkSearch,
+  '013_activity_daily_covering': activityDailyCovering,
+  '014_placemark_time': placemarkTime
 }

@@ -5,6 +5,7 @@
 import { readKmlBatches, type DecodeReport, type KmlLimits, type KmlPlacemark } from '../kml/reader.ts'
 import { parseNameDate } from '../timeline/name-date.ts'
 import { boundsOf } from '../geo/box.ts'
+import { placemarkTime } from '../kml/time.ts'
 
 export interface ImportOptions {
   timeZone: string
@@ -36,17 +37,18 @@ export interface ImportSummary {
 
 // Column order of the shadow table's COPY and of the batch insert.
 export const COLUMNS = ['id', 'name', 'description', 'style_id', 'folder_path', 'geometry_type', 'geometry', 'coordinates_raw',
-  'media_links', 'extended_data', 'bbox', 'event_date', 'event_timestamp', 'event_sort', 'created_at'] as const
+  'media_links', 'extended_data', 'bbox', 'event_date', 'event_timestamp', 'event_sort', 'created_at', 'time_begin', 'time_end'] as const
 
-export type Row = [number, string, string | null, string | null, string[], string, string, string, string[], KmlPlacemark['extendedData'], string, string | null, string | null, string | null, string]
+export type Row = [number, string, string | null, string | null, string[], string, string, string, string[], KmlPlacemark['extendedData'], string, string | null, string | null, string | null, string, string | null, string | null]
 
 export function toRow (id: number, p: KmlPlacemark, timeZone: string, createdAt: string): Row {
   const b = boundsOf(p.geometry)
   const when = parseNameDate(p.name, timeZone)
+  const time = placemarkTime(p.time)
   return [
     id, p.name, p.description, p.styleId, p.folderPath, p.geometry.type, JSON.stringify(p.geometry), p.coordinatesRaw,
     p.mediaLinks, p.extendedData, `(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`,
-    when?.date ?? null, when?.timestamp ?? null, when?.sortKey ?? null, createdAt
+    when?.date ?? null, when?.timestamp ?? null, when?.sortKey ?? null, createdAt, time.begin, time.end
   ]
 }
 

@@ -16,7 +16,12 @@ export interface KmlPlacemark {
   coordinatesRaw: string
   mediaLinks: string[]
   extendedData: { key: string; value: string }[]
+  // The texts of <TimeStamp><when> and <TimeSpan><begin>/<end>, when present (lib/kml/time.ts reads them).
+  time?: { when?: string; begin?: string; end?: string }
 }
+// A placemark's own time elements (gx:TimeStamp and gx:TimeSpan have the same local names).
+const TIME_PATHS = new Set(['TimeStamp/when', 'TimeSpan/begin', 'TimeSpan/end'])
+
 export interface KmlStyle { id: string; kind: 'Style' | 'StyleMap'; definition: Record<string, string> }
 export interface KmlFolder { name: string; path: string[] }
 export type KmlItem =
@@ -146,6 +151,7 @@ interface PlacemarkState {
   extendedData: { key: string; value: string }[]
   dataName: string | null
   dataValue: string
+  time: { when?: string; begin?: string; end?: string } | undefined
 }
 
 interface StyleState {
@@ -401,7 +407,7 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
       if (path === 'ExtendedData/Data') {
         p.dataName = tag.attributes.name ?? ''
         p.dataValue = ''
-      } else if (path === 'ExtendedData/Data/value' || path === 'ExtendedData/SchemaData/SimpleData') {
+      } else if (path === 'ExtendedData/Data/value' || path === 'ExtendedData/SchemaData/SimpleData' || TIME_PATHS.has(path)) {
         frame.capture = true
       }
       return
@@ -444,7 +450,8 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
         mediaLinks: [],
         extendedData: [],
         dataName: null,
-        dataValue: ''
+        dataValue: '',
+        time: undefined
       }
     } else if (local === 'Folder' || local === 'Document') {
       containers++
@@ -509,7 +516,8 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
               geometry: built.geometry,
               coordinatesRaw: built.raw,
               mediaLinks: p.mediaLinks,
-              extendedData: p.extendedData
+              extendedData: p.extendedData,
+              ...(p.time ? { time: p.time } : {})
             }
           })
         }
@@ -538,7 +546,9 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
         }
         return
       }
-      if (local === 'value' && frame.capture) {
+      if (frame.capture && depth === p.depth + 2 && (local === 'when' || local === 'begin' || local === 'end')) {
+        (p.time ??= {})[local] = frame.text.trim()
+      } else if (local === 'value' && frame.capture) {
         p.dataValue = frame.text.trim()
       } else if (local === 'SimpleData' && frame.capture) {
         const key = tag.attributes.name ?? ''

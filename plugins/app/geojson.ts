@@ -36,7 +36,7 @@ function varyAccept (_request: FastifyRequest, reply: FastifyReply, done: HookHa
 
 // OpenAPI 3.0 schemas take one `example`, not JSON Schema's `examples` list (the document's generator
 // converts a single-type answer itself, but leaves a per-content-type answer as it is given).
-function openapiExamples (schema: unknown): unknown {
+export function openapiExamples (schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(openapiExamples)
   if (typeof schema !== 'object' || schema === null) return schema
   const out: Record<string, unknown> = {}

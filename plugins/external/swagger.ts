@@ -57,6 +57,7 @@ export default fp(async function docs (app: FastifyInstance) {
         { name: 'Auth', description: 'Sign-in through the identity provider, tokens and sessions' },
         { name: 'Analytics', description: 'Guild activity analytics' },
         { name: 'Placemarks', description: 'Read-only placemark dataset imported from KML/KMZ' },
+        { name: 'OGC API - Features', description: 'The placemarks for GIS clients (QGIS, GDAL): OGC API - Features Part 1, Core, GeoJSON and OpenAPI 3.0, under /ogc' },
         { name: 'Health', description: 'Liveness and readiness of the server and its database' }
       ],
       components: {

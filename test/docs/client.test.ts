@@ -57,7 +57,15 @@ const routes = {
   listTimelineEvents: ['GET', '/api/v1/timeline/events'],
   getTimeline: ['GET', '/api/v1/timeline'],
   exportKml: ['GET', '/api/v1/export.kml'],
-  exportKmz: ['GET', '/api/v1/export.kmz']
+  exportKmz: ['GET', '/api/v1/export.kmz'],
+  ogcLandingPage: ['GET', '/ogc'],
+  ogcConformance: ['GET', '/ogc/conformance'],
+  ogcApiDefinition: ['GET', '/ogc/api'],
+  ogcCollections: ['GET', '/ogc/collections'],
+  ogcPlacemarksCollection: ['GET', '/ogc/collections/placemarks'],
+  ogcPlacemarksQueryables: ['GET', '/ogc/collections/placemarks/queryables'],
+  ogcPlacemarkItems: ['GET', '/ogc/collections/placemarks/items'],
+  ogcPlacemarkItem: ['GET', '/ogc/collections/placemarks/items/{featureId}']
 } as const satisfies Record<Id, readonly [string, string]>
 
 let token = ''
@@ -113,6 +121,15 @@ export async function tour(): Promise<string[]> {
   // Downloads: only their parameters are typed (the answer is KML or a zip, not JSON).
   void call('exportKml', { query: { folder: folders[0], bbox: '-115.18,36.09,-115.16,36.11' } })
   void call('exportKmz', {})
+  const landing = await call('ogcLandingPage', {})
+  const data: string | undefined = landing.links.find((l) => l.rel === 'data')?.href
+  const { conformsTo } = await call('ogcConformance', {})
+  const { collections } = await call('ogcCollections', {})
+  const extent: number[] | undefined = collections[0]?.extent.spatial.bbox[0]
+  await call('ogcPlacemarksCollection', {})
+  await call('ogcPlacemarkItems', { query: { limit: 10, bbox: '-115.18,36.09,-115.16,36.11', geometry_type: 'Point' } })
+  await call('ogcPlacemarkItem', { path: { featureId: '2' } })
+  seen.push(String(data), String(conformsTo.length + (extent?.length ?? 0)))
   await call('logout', {})
   seen.push(role, String(scores.length + total + count + inBox + keys.length + instants.length + (where ?? 0)), String(kind))
   return seen

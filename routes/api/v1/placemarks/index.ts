@@ -13,7 +13,7 @@ const placemarks: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['Placemarks'],
       operationId: 'listPlacemarks',
       summary: 'List placemarks',
-      description: 'One page of placemarks, ordered by id. `limit` 1..1000 (default 100), `offset` >= 0 (default 0); values out of range answer 400. `folder` matches a folder name exactly at any level of the path.',
+      description: 'One page of placemarks, ordered by id. `limit` 1..1000 (default 100), `offset` >= 0 (default 0); values out of range answer 400. `folder` matches a folder name exactly at any level of the path. `q` keeps placemarks whose name or description holds every word of it, case-insensitively.',
       querystring: ListQuery,
       response: {
         200: answer(PlacemarkList, 'One page of placemarks, with the limit and offset applied'),
@@ -23,8 +23,8 @@ const placemarks: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request, reply) => {
-    const { limit, offset, folder } = request.query
-    const placemarks = await listPlacemarks(app.db, { limit, offset, folder })
+    const { limit, offset, folder, q } = request.query
+    const placemarks = await listPlacemarks(app.db, { limit, offset, folder, q })
     if (request.wantsGeoJson()) return reply.geojson(collectionText(placemarks.map(placemarkFeature), { limit, offset }))
     return { placemarks, limit, offset }
   })

@@ -1,0 +1,79 @@
+import { sql, type Kysely } from 'kysely'
+import type { Database } from './types.ts'
+import { searchCondition, searchWords, SUMMARY, toSummary, type SummaryRow } from './placemarks.ts'
+import type { PlacemarkSummaryT } from '../schemas/placemarks.ts'
+
+type Db = Kysely<Database>
+
+/** The OGC items' filters: all of them must hold. */
+export interface ItemFilter {
+  // Only these placemarks (the ids the box query found), when given.
+  ids?: number[]
+  folder?: string
+  geometryType?: string
+  // Text search: each word in the name or the description.
+  q?: string
+  // Placemarks whose time intersects [from, to] (ISO instants; either end open, not both).
+  datetime?: { from: string | null; to: string | null }
+}
+
+/** A placemark's summary with its KML time (ISO instants, null at an open end). */
+export type TimedPlacemark = PlacemarkSummaryT & { time_begin: string | null; time_end: string | null }
+
+const TIME = sql`to_char(p.time_begin AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time_begin,
+  to_char(p.time_end AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time_end`
+
+type TimedRow = SummaryRow & { time_begin: string | null; time_end: string | null }
+const toTimed = (row: TimedRow): TimedPlacemark => ({ ...toSummary(row), time_begin: row.time_begin, time_end: row.time_end })
+
+function conditions (f: ItemFilter) {
+  const parts = []
+  if (f.ids !== undefined) parts.push(sql`p.id = ANY(${f.ids}::int[])`)
+  if (f.folder !== undefined) parts.push(sql`p.folder_path @> ARRAY[${f.folder}]::text[]`)
+  if (f.geometryType !== undefined) parts.push(sql`p.geometry_type = ${f.geometryType}`)
+  if (f.datetime !== undefined) {
+    parts.push(sql`(p.time_begin IS NOT NULL OR p.time_end IS NOT NULL)`)
+    if (f.datetime.to !== null) parts.push(sql`(p.time_begin IS NULL OR p.time_begin <= ${f.datetime.to}::timestamptz)`)
+    if (f.datetime.from !== null) parts.push(sql`(p.time_end IS NULL OR p.time_end >= ${f.datetime.from}::timestamptz)`)
+  }
+  const words = searchWords(f.q)
+  if (words.length) parts.push(searchCondition(words))
+  return parts.length === 0 ? sql`` : sql`WHERE ${sql.join(parts, sql` AND `)}`
+}
+
+/** One page of the placemarks matching the filters, in id order, with how many match in all. */
+export async function filteredPlacemarks (db: Db, f: ItemFilter, limit: number, offset: number): Promise<{ placemarks: TimedPlacemark[]; matched: number }> {
+  if (f.ids !== undefined && f.ids.length === 0) return { placemarks: [], matched: 0 }
+  const where = conditions(f)
+  const [page, count] = await Promise.all([
+    sql<TimedRow>`SELECT ${SUMMARY}, ${TIME} FROM placemarks p ${where} ORDER BY p.id LIMIT ${limit} OFFSET ${offset}`.execute(db),
+    sql<{ n: number }>`SELECT count(*)::int AS n FROM placemarks p ${where}`.execute(db)
+  ])
+  return { placemarks: page.rows.map(toTimed), matched: count.rows[0]?.n ?? 0 }
+}
+
+/** The dataset's extent, [min lon, min lat, max lon, max lat]; null when it has no placemark. */
+export async function placemarkExtent (db: Db): Promise<[number, number, number, number] | null> {
+  const { rows: [row] } = await sql<{ min_lon: number | null; min_lat: number; max_lon: number; max_lat: number }>`
+    SELECT min((bbox[1])[0]) AS min_lon, min((bbox[1])[1]) AS min_lat, max((bbox[0])[0]) AS max_lon, max((bbox[0])[1]) AS max_lat
+    FROM placemarks`.execute(db)
+  if (!row || row.min_lon === null) return null
+  return [row.min_lon, row.min_lat, row.max_lon, row.max_lat]
+}
+
+/** One placemark's KML time; undefined when no placemark has this id. */
+export async function placemarkTimeOf (db: Db, id: number): Promise<{ time_begin: string | null; time_end: string | null } | undefined> {
+  const { rows: [row] } = await sql<{ time_begin: string | null; time_end: string | null }>`SELECT ${TIME} FROM placemarks p WHERE p.id = ${id}`.execute(db)
+  return row
+}
+
+/** The dataset's time span, [earliest begin, latest end] (null at an end no placemark bounds); null when no placemark has a time. */
+export async function placemarkTimeExtent (db: Db): Promise<[string | null, string | null] | null> {
+  const { rows: [row] } = await sql<{ timed: boolean; open_begin: boolean; open_end: boolean; time_begin: string | null; time_end: string | null }>`
+    SELECT count(*) > 0 AS timed, bool_or(time_begin IS NULL) AS open_begin, bool_or(time_end IS NULL) AS open_end,
+      to_char(min(time_begin) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time_begin,
+      to_char(max(time_end) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time_end
+    FROM placemarks WHERE time_begin IS NOT NULL OR time_end IS NOT NULL`.execute(db)
+  if (!row?.timed) return null
+  return [row.open_begin ? null : row.time_begin, row.open_end ? null : row.time_end]
+}
