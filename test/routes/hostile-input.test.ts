@@ -10,6 +10,8 @@ import { StandInIdp } from '../support/idp-server.ts'
 const valid: Record<string, { path: string; query: Record<string, string>; status?: number }> = {
   'GET /api/v1/placemarks': { path: '/api/v1/placemarks', query: { limit: '5', offset: '0', folder: 'Airports' } },
   'GET /api/v1/placemarks/{id}': { path: '/api/v1/placemarks/1', query: {} },
+  'GET /ogc/collections/placemarks/items': { path: '/ogc/collections/placemarks/items', query: { limit: '5', offset: '0', bbox: '-180,-90,180,90', datetime: '2000-01-01/..', folder: 'Airports', geometry_type: 'Point', q: 'air' } },
+  'GET /ogc/collections/placemarks/items/{featureId}': { path: '/ogc/collections/placemarks/items/1', query: {} },
   'GET /api/v1/spatial/bbox': { path: '/api/v1/spatial/bbox', query: { min_lon: '-116', min_lat: '35', max_lon: '-114', max_lat: '37', limit: '10' } },
   'GET /api/v1/timeline': { path: '/api/v1/timeline', query: { format: 'geojson' } },
   'GET /api/v1/timeline/events': { path: '/api/v1/timeline/events', query: { format: 'json' } },
