@@ -2,12 +2,15 @@ import { sql, type Kysely, type RawBuilder } from 'kysely'
 import type { Database } from './types.ts'
 import { intersectsBox, splitBox, type Box, type Geometry } from '../lib/geo/box.ts'
 import type { ExportFolder, ExportPlacemark, ExportStyle } from '../lib/kml/writer.ts'
+import { searchCondition, searchWords } from './placemarks.ts'
 
 type Db = Kysely<Database>
 
 export interface ExportFilter {
   // A folder name at any level of the placemark's path.
   folder?: string
+  // Words, each in the name or the description (as the list's `q`).
+  q?: string
   // Placemarks whose geometry intersects the box (minLon > maxLon: across the antimeridian).
   box?: Box
 }
@@ -77,12 +80,19 @@ interface ExportRow {
   coordinates_raw: string | null
   media_links: string[]
   extended_data: { key: string; value: string }[]
+  // As the driver hands them over: a Date, or the text of a JSON-built row.
+  time_begin: Date | string | null
+  time_end: Date | string | null
 }
+
+const isoOrNull = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString())
 
 /** The placemarks the filter keeps, in batches in id order (the box: index candidates, then the exact test). */
 export async function * exportPlacemarks (db: Db, version: number, filter: ExportFilter = {}, batch = EXPORT_BATCH): AsyncGenerator<ExportPlacemark[]> {
   const conditions: RawBuilder<unknown>[] = []
   if (filter.folder !== undefined) conditions.push(sql`p.folder_path @> ARRAY[${filter.folder}]::text[]`)
+  const words = searchWords(filter.q)
+  if (words.length) conditions.push(searchCondition(words))
   if (filter.box !== undefined) {
     const overlap = splitBox(filter.box).map((b) => sql`p.bbox && ${`(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`}::box`)
     conditions.push(sql`(${sql.join(overlap, sql` OR `)})`)
@@ -92,7 +102,7 @@ export async function * exportPlacemarks (db: Db, version: number, filter: Expor
     const where = sql.join([sql`p.id > ${after}`, ...conditions], sql` AND `)
     const rows = await batchOf(db, version, sql<ExportRow>`
       SELECT p.id, p.name, p.description, p.style_id, p.folder_path, p.geometry_type,
-             p.geometry, p.coordinates_raw, p.media_links, p.extended_data
+             p.geometry, p.coordinates_raw, p.media_links, p.extended_data, p.time_begin, p.time_end
       FROM placemarks p WHERE ${where} ORDER BY p.id LIMIT ${batch}`)
     if (rows.length === 0) return
     const kept = filter.box === undefined ? rows : rows.filter((r) => intersectsBox(JSON.parse(r.geometry) as Geometry, filter.box!))
@@ -107,7 +117,9 @@ export async function * exportPlacemarks (db: Db, version: number, filter: Expor
         geometry: r.geometry,
         coordinatesRaw: r.coordinates_raw,
         mediaLinks: r.media_links,
-        extendedData: r.extended_data
+        extendedData: r.extended_data,
+        timeBegin: isoOrNull(r.time_begin),
+        timeEnd: isoOrNull(r.time_end)
       }))
     }
     if (rows.length < batch) return

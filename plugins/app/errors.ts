@@ -13,6 +13,9 @@ const isTokenError = (err: { code?: string }): boolean => typeof err.code === 's
 // Every non-2xx answer is {error, message}; a 5xx never carries internals.
 export default fp(async function errors (app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError | HttpError, request, reply) => {
+    // The body is JSON whatever the route had set for its own answer (a download that fails before its
+    // first byte had set its file's type).
+    reply.type('application/json; charset=utf-8')
     if (err instanceof HttpError) {
       if (err.headers) reply.headers(err.headers)
       return reply.code(err.statusCode).send(errorBody(err.statusCode, err.message))

@@ -39,7 +39,7 @@ t.test('every error example of a route is an answer that route really gives', as
       [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring/bbox must be four numbers: minlon,minlat,maxlon,maxlat`, { request: { url: `/api/v1/export.${ext}?bbox=1,2,3` } }],
       [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring/bbox minlat must be <= maxlat`, { request: { url: `/api/v1/export.${ext}?bbox=0,10,1,5` } }],
       [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring/folder must NOT have fewer than 1 characters`, { request: { url: `/api/v1/export.${ext}?folder=` } }],
-      [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring: unknown parameter 'q'`, { request: { url: `/api/v1/export.${ext}?q=x` } }]
+      [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring: unknown parameter 'page'`, { request: { url: `/api/v1/export.${ext}?page=2` } }]
     ])),
     'getPlacemark 400 params/id must be integer': { request: { url: '/api/v1/placemarks/first' } },
     'getPlacemark 400 params/id must be >= 1': { request: { url: '/api/v1/placemarks/0' } },

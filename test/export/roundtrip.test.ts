@@ -48,7 +48,7 @@ const TRICKY = `<?xml version="1.0" encoding="UTF-8"?>
 async function dataset (handle: DatabaseHandle) {
   const placemarks = await sql<Record<string, unknown>>`
     SELECT id, name, description, style_id, folder_path, geometry_type, geometry, coordinates_raw, media_links, extended_data,
-           bbox::text AS bbox, event_date::text AS event_date, event_timestamp, event_sort
+           bbox::text AS bbox, event_date::text AS event_date, event_timestamp, event_sort, time_begin, time_end
     FROM placemarks ORDER BY id`.execute(handle.db)
   const styles = await sql<Record<string, unknown>>`SELECT id, kind, definition FROM styles ORDER BY id`.execute(handle.db)
   const folders = await sql<Record<string, unknown>>`SELECT id, name, path FROM folders ORDER BY id`.execute(handle.db)
@@ -89,6 +89,26 @@ const ogrinfo = await run('which', ['ogrinfo']).then(({ stdout }) => stdout.trim
 async function exportApp (t: Test, handle: DatabaseHandle): Promise<FastifyInstance> {
   return buildTestApp(t, handle)
 }
+
+const TIMES = `<?xml version="1.0" encoding="UTF-8"?>
+<kml xmlns="http://www.opengis.net/kml/2.2" xmlns:gx="http://www.google.com/kml/ext/2.2"><Document><name>times</name>
+<Placemark><name>instant at the Tropicana</name><TimeStamp><when>2017-10-01T22:09:48-07:00</when></TimeStamp><Point><coordinates>-115.17,36.09</coordinates></Point></Placemark>
+<Placemark><name>a day</name><description>tropicana avenue</description><TimeStamp><when>2017-10-02</when></TimeStamp><Point><coordinates>-115.17,36.10</coordinates></Point></Placemark>
+<Placemark><name>a span</name><TimeSpan><begin>2017-09</begin><end>2017-10-01</end></TimeSpan><Point><coordinates>-115.17,36.11</coordinates></Point></Placemark>
+<Placemark><name>from 2018</name><TimeSpan><begin>2018</begin></TimeSpan><Point><coordinates>-115.17,36.12</coordinates></Point></Placemark>
+<Placemark><name>gx</name><gx:TimeStamp><when>2016</when></gx:TimeStamp><Point><coordinates>-115.17,36.13</coordinates></Point></Placemark>
+<Placemark><name>timeless</name><Point><coordinates>-115.17,36.14</coordinates></Point></Placemark>
+</Document></kml>`
+
+t.test('KML times survive export and import; q narrows the export as it narrows the list', async (t) => {
+  const original = await importText(t, TIMES)
+  const app = await exportApp(t, original)
+  const res = await app.inject('/api/v1/export.kml')
+  t.equal(res.statusCode, 200)
+  await sameDataset(t, await importText(t, res.body), original, 'times')
+  const found = await app.inject('/api/v1/export.kml?q=TROPICANA')
+  t.same((found.body.match(/<name>[^<]*<\/name>/g) ?? []).filter((n) => n !== '<name>export.kml</name>'), ['<name>instant at the Tropicana</name>', '<name>a day</name>'])
+})
 
 t.test('a tricky document survives export and import', async (t) => {
   const original = await importText(t, TRICKY)
@@ -203,7 +223,7 @@ t.test('filters: folder and bbox, as the list and the box query', async (t) => {
     ['bbox=0,0,181,1', 'querystring/bbox longitudes must be in [-180, 180]'],
     ['bbox=0,-91,1,1', 'querystring/bbox latitudes must be in [-90, 90]'],
     ['folder=', 'querystring/folder must NOT have fewer than 1 characters'],
-    ['q=x', "querystring: unknown parameter 'q'"]
+    ['page=2', "querystring: unknown parameter 'page'"]
   ]) {
     for (const ext of ['kml', 'kmz']) {
       const res = await app.inject(`/api/v1/export.${ext}?${query}`)

@@ -13,6 +13,7 @@ export const KML_TYPE = 'application/vnd.google-earth.kml+xml'
 export const KMZ_TYPE = 'application/vnd.google-earth.kmz'
 
 const ExportQuery = Type.Object({
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Words, each in the name or the description, any case (as on /api/v1/placemarks)', examples: ['tropicana'] })),
   folder: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Only placemarks with a folder of exactly this name at any level of their path (as on /api/v1/placemarks)', examples: ['Las Vegas Strip'] })),
   bbox: Type.Optional(Type.String({
     maxLength: 200,
@@ -46,7 +47,7 @@ const exportHeaders = (extension: string): Headers => ({
 })
 
 const badQuery = fail(400, 'A bbox that is not four numbers in range with minlat <= maxlat, an empty or over-long folder, or an unknown parameter',
-  BBOX_FORM, 'querystring/bbox minlat must be <= maxlat', 'querystring/folder must NOT have fewer than 1 characters', "querystring: unknown parameter 'q'")
+  BBOX_FORM, 'querystring/bbox minlat must be <= maxlat', 'querystring/folder must NOT have fewer than 1 characters', "querystring: unknown parameter 'page'")
 
 function schema (extension: 'kml' | 'kmz', type: string, description: string) {
   return {
@@ -70,13 +71,13 @@ function schema (extension: 'kml' | 'kmz', type: string, description: string) {
 const COMMON = 'Every placemark in id order inside its folders (nested as imported), every shared Style and StyleMap as stored, ' +
   'each placemark\'s name, description, style, ExtendedData, media links (`gx_media_links`) and coordinates as read. ' +
   'Importing the export again gives the same placemarks field for field (ids restart at 1; `created_at` is the new import\'s). ' +
-  '`folder` and `bbox` narrow it to the placemarks the list and the box query would give (and only the folders around them). ' +
+  '`folder`, `q` and `bbox` narrow it to the placemarks the list and the box query would give (and only the folders around them). ' +
   'Streamed as it is read, not cached; an import landing during a download cuts it off rather than mix two datasets.'
 
 const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   async function start (query: ExportQueryT, request: FastifyRequest, reply: FastifyReply, extension: 'kml' | 'kmz'): Promise<Readable | null> {
-    const { folder, bbox } = query
-    const filter: ExportFilter = { folder, box: bbox === undefined ? undefined : parseBbox(bbox) }
+    const { folder, bbox, q } = query
+    const filter: ExportFilter = { folder, q, box: bbox === undefined ? undefined : parseBbox(bbox) }
     const { version, source, importedAt } = await exportHeader(app.db)
     const etag = `W/"${version}"`
     reply.header('etag', etag).header('cache-control', CACHE_CONTROL)
