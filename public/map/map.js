@@ -12,6 +12,7 @@
   const body = document.body
   const statusEl = document.getElementById('status')
   const folderSelect = document.getElementById('folder')
+  const searchInput = document.getElementById('search')
   const slider = document.getElementById('time')
   const timeLabel = document.getElementById('time-label')
   const eventList = document.getElementById('events')
@@ -47,6 +48,8 @@
   let answer = null // the last box answer
   let answerUrl = ''
   let folder = ''
+  let query = '' // the search box's words
+  let matches = null // ids of the placemarks the words match (null: no search)
   let chosen = new Set() // placemark ids of the chosen time's events
   let fitted = false
   let pendingPopup = null
@@ -135,7 +138,7 @@
     const reopen = openId
     layers.clearLayers()
     drawn.clear()
-    const features = answer.features.filter((f) => !folder || f.properties.folder_path.includes(folder))
+    const features = answer.features.filter((f) => (!folder || f.properties.folder_path.includes(folder)) && (!matches || matches.has(f.id)))
     L.geoJSON({ type: 'FeatureCollection', features }, {
       coordsToLatLng: nearLatLng(map.getCenter().lng),
       pointToLayer: (feature, latlng) => L.circleMarker(latlng, styleOf(feature)),
@@ -162,6 +165,7 @@
     const total = answer.features.length
     const limited = answer.count >= LIMIT
     let text = folder ? `${features.length} of ${total} placemarks in view are in “${folder}”` : `${total} placemarks in view`
+    if (matches) text = `${features.length} of ${total} placemarks in view match “${query}”` + (folder ? ` in “${folder}”` : '')
     if (limited) text = `This view holds more than ${LIMIT} placemarks: the first ${LIMIT} (by id) are shown; zoom in to see them all. ` + text
     setStatus(limited ? 'limited' : 'ready', text, { count: String(features.length), total: String(total), url: answerUrl })
     const popupId = pendingPopup ?? reopen
@@ -227,6 +231,44 @@
     const { folders } = await res.json()
     for (const name of folders) folderSelect.append(new Option(name, name))
   }
+  // The search box: the ids of every placemark whose name or description holds each word (the list's
+  // `q`, a page of 1000 at a time), then the view drawn with only those.
+  let searchTimer = null
+  let searchController = null
+  async function search () {
+    const words = searchInput.value.trim()
+    if (searchController) searchController.abort()
+    if (!words) {
+      query = ''
+      matches = null
+      if (answer) draw()
+      return
+    }
+    const own = searchController = new AbortController()
+    setStatus('loading', 'Searching…')
+    try {
+      const ids = new Set()
+      for (let offset = 0; offset < 20000; offset += 1000) {
+        const res = await fetch('/api/v1/placemarks?' + new URLSearchParams({ q: words, limit: '1000', offset: String(offset) }), { signal: own.signal })
+        const json = await res.json()
+        if (!res.ok) throw new Error(json.message || res.statusText)
+        for (const p of json.placemarks) ids.add(p.id)
+        if (json.placemarks.length < 1000) break
+      }
+      if (own !== searchController) return
+      query = words
+      matches = ids
+      if (answer) draw()
+    } catch (err) {
+      if (err.name === 'AbortError') return
+      setStatus('error', 'Could not search: ' + err.message, { count: '0' })
+    }
+  }
+  searchInput.addEventListener('input', () => {
+    clearTimeout(searchTimer)
+    searchTimer = setTimeout(search, 300)
+  })
+
   folderSelect.addEventListener('change', () => {
     folder = folderSelect.value
     if (answer) draw()

@@ -32,6 +32,7 @@ function page (tileUrl: string, tileAttribution: string): string {
 <header>
 <h1>Placemarks</h1>
 <label>Folder <select id="folder"><option value="">All folders</option></select></label>
+<label>Search <input id="search" type="search" maxlength="200" autocomplete="off" placeholder="words in names or descriptions"></label>
 <p id="status" role="status" data-state="loading">Loading…</p>
 <nav><a href="/api/docs">API docs</a></nav>
 </header>

@@ -92,6 +92,18 @@ t.test('the map page on the sample data', async (t) => {
   await page.selectOption('#folder', '')
   await page.waitForFunction((n) => document.getElementById('status')!.dataset.count === String(n), answer.features.length)
 
+  // The search box: only the placemarks whose name or description holds every word, any case.
+  const words = (f: Feature) => `${f.properties.name} ${f.properties.description ?? ''}`.toLowerCase()
+  const found = answer.features.filter((f) => words(f).includes('tropicana')).length
+  t.ok(found > 0 && found < answer.features.length, `${found} placemarks in view mention the Tropicana`)
+  await page.fill('#search', 'TROPICANA')
+  await page.waitForFunction((n) => document.getElementById('status')!.dataset.count === String(n) && document.getElementById('status')!.dataset.state === 'ready', found)
+  t.match(await page.locator('#status').textContent(), /match “TROPICANA”/)
+  t.equal(await page.locator('#map .placemark').count(), found, `only the ${found} matching placemarks are drawn`)
+  await page.screenshot({ path: join(artifacts, 'map-search.png'), animations: 'disabled' })
+  await page.fill('#search', '')
+  await page.waitForFunction((n) => document.getElementById('status')!.dataset.count === String(n), answer.features.length)
+
   // The timeline: a chosen time highlights its events, in the list and on the map.
   const events = await page.locator('#events li').count()
   t.ok(events > 0, `${events} events listed`)
