@@ -1,5 +1,6 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import type { Database } from './types.ts'
+import type { SuspicionCounts } from '../lib/activity/analytics.ts'
 
 type Db = Kysely<Database>
 
@@ -190,18 +191,11 @@ export async function shiftCounts (db: Db, q: Closed & { previousSince: number; 
   return rows.map((r) => ({ userId: r.user_id, username: r.username, current: r.c, previous: r.p }))
 }
 
-export interface MemberCounts {
+// A member's counts over the window, as the suspicion score reads them, with who they are.
+export interface MemberCounts extends Omit<SuspicionCounts, 'newcomer'> {
   userId: string
   username: string
   firstSeenAt: number
-  typing: number
-  messages: number
-  deletes: number
-  roleChanges: number
-  presence: number
-  multiClientPresence: number
-  reactionsWithLatency: number
-  fastReactions: number
 }
 
 /** Per member with an event in the window: the counts the suspicion factors are made of. */
