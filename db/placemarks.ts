@@ -13,7 +13,9 @@ type Db = Kysely<Database>
  */
 export const SUMMARY = sql`p.id, p.name, p.description, p.style_id, array_to_json(p.folder_path)::text AS folder_path,
   p.geometry_type, p.geometry, p.coordinates_raw, array_to_json(p.media_links)::text AS media_links,
-  (extract(epoch FROM date_trunc('milliseconds', p.created_at)) * 1000)::float8 AS created_ms`
+  (extract(epoch FROM date_trunc('milliseconds', p.created_at)) * 1000)::float8 AS created_ms,
+  to_char(p.time_begin AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time_begin,
+  to_char(p.time_end AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time_end`
 
 export interface SummaryRow {
   id: number
@@ -26,6 +28,8 @@ export interface SummaryRow {
   coordinates_raw: string | null
   media_links: string
   created_ms: number
+  time_begin: string | null
+  time_end: string | null
 }
 
 export function toSummary (row: SummaryRow): PlacemarkSummaryT {
@@ -39,7 +43,10 @@ export function toSummary (row: SummaryRow): PlacemarkSummaryT {
     geometry: row.geometry,
     coordinates_raw: row.coordinates_raw,
     media_links: JSON.parse(row.media_links) as string[],
-    created_at: new Date(row.created_ms).toISOString()
+    created_at: new Date(row.created_ms).toISOString(),
+    // Last, after created_at: the box answers splice summaries by the keys before them.
+    time_begin: row.time_begin,
+    time_end: row.time_end
   }
 }
 

@@ -20,7 +20,9 @@ export const PlacemarkSummary = Type.Object({
   geometry: Type.String({ description: 'GeoJSON geometry serialized as a JSON string, [lon, lat] positions', examples: ['{"type":"Point","coordinates":[-115.1736,36.0971]}'] }),
   coordinates_raw: Nullable(Type.String({ description: 'The KML <coordinates> text (for polygons the outer ring), whitespace collapsed', examples: ['-115.17360,36.09710,0'] })),
   media_links: urls('URLs from the gx_media_links data field'),
-  created_at: Type.String({ format: 'date-time', description: 'When the placemark was imported (UTC)', examples: ['2026-01-15T09:30:00.000Z'] })
+  created_at: Type.String({ format: 'date-time', description: 'When the placemark was imported (UTC)', examples: ['2026-01-15T09:30:00.000Z'] }),
+  time_begin: Nullable(Type.String({ format: 'date-time', description: 'The start of its KML time (TimeStamp or TimeSpan begin, the start of the period a date names), UTC; null without one', examples: [null] })),
+  time_end: Nullable(Type.String({ format: 'date-time', description: 'The end of its KML time (the last millisecond of the period a date names), UTC; null without one or for an open span', examples: [null] }))
 }, { $id: 'Placemark', title: 'Placemark', description: 'A placemark of the imported dataset (without its extended data)' })
 
 export const KeyValue = Type.Object({

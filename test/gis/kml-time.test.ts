@@ -75,3 +75,29 @@ t.test('KML times imported, served in the OGC properties and matched by datetime
   const collection = (await app.inject('/ogc/collections/placemarks')).json()
   t.same(collection.extent.temporal.interval, [['2016-01-01T00:00:00.000Z', null]], 'from the earliest begin, open at the end')
 })
+
+t.test('KML times in the placemark API: JSON and GeoJSON, the list, one placemark and the box on both of its paths', async (t) => {
+  const handle = await openTestDatabase(t)
+  await importPlacemarks(handle, Readable.from([Buffer.from(kml)]), { timeZone: 'UTC', source: 'times.kml' })
+  const want = [
+    ['instant', '2017-10-02T05:09:48.000Z', '2017-10-02T05:09:48.000Z'],
+    ['a day', '2017-10-02T00:00:00.000Z', '2017-10-02T23:59:59.999Z'],
+    ['a span', '2017-09-01T00:00:00.000Z', '2017-10-01T23:59:59.999Z'],
+    ['from 2018', '2018-01-01T00:00:00.000Z', null],
+    ['gx', '2016-01-01T00:00:00.000Z', '2016-12-31T23:59:59.999Z'],
+    ['timeless', null, null]
+  ]
+  type P = { name: string; time_begin: string | null; time_end: string | null }
+  const triple = (p: P) => [p.name, p.time_begin, p.time_end]
+  for (const index of ['512', '0']) {
+    const app = await buildTestApp(t, handle, {}, { BBOX_INDEX_MB: index })
+    await app.boxIndex.idle()
+    t.equal(app.boxIndex.state(), index === '0' ? 'off' : 'ready')
+    t.same(((await app.inject('/api/v1/placemarks')).json().placemarks as P[]).map(triple), want, 'the list')
+    t.same(((await app.inject('/api/v1/placemarks?format=geojson')).json().features as { properties: P }[]).map((f) => triple(f.properties)), want, 'the list as GeoJSON')
+    t.same(triple((await app.inject('/api/v1/placemarks/2')).json() as P), want[1], 'one placemark')
+    const box = '/api/v1/spatial/bbox?min_lon=-116&min_lat=36&max_lon=-115&max_lat=37'
+    t.same(((await app.inject(box)).json().placemarks as P[]).map(triple), want, `the box (BBOX_INDEX_MB=${index})`)
+    t.same(((await app.inject(`${box}&format=geojson`)).json().features as { properties: P }[]).map((f) => triple(f.properties)), want, `the box as GeoJSON (BBOX_INDEX_MB=${index})`)
+  }
+})
