@@ -388,7 +388,7 @@ t.test('later blocks double up to the documented maximum, in memory and in Redis
 })
 
 t.test('a token kept by the bearer check stops working at its expiry, and another token never hits its entry', async (t) => {
-  const { app } = await setup(t, 'postgres', { JWT_ACCESS_EXPIRES_IN: '1s' })
+  const { app } = await setup(t, 'postgres', { JWT_ACCESS_EXPIRES_IN: '3s' })
   const { body } = await signIn(app)
   const me = async (token: string) => {
     const res = await app.inject({ url: '/api/auth/me', headers: bearer(token) })

@@ -38,6 +38,16 @@ const kml = `<?xml version="1.0" encoding="UTF-8"?>
 <Placemark><name>timeless</name><Point><coordinates>-115.17,36.14</coordinates></Point></Placemark>
 </Document></kml>`
 
+// The times of `kml`'s placemarks as stored and served: [name, time_begin, time_end].
+const timesOfKml = [
+  ['instant', '2017-10-02T05:09:48.000Z', '2017-10-02T05:09:48.000Z'],
+  ['a day', '2017-10-02T00:00:00.000Z', '2017-10-02T23:59:59.999Z'],
+  ['a span', '2017-09-01T00:00:00.000Z', '2017-10-01T23:59:59.999Z'],
+  ['from 2018', '2018-01-01T00:00:00.000Z', null],
+  ['gx', '2016-01-01T00:00:00.000Z', '2016-12-31T23:59:59.999Z'],
+  ['timeless', null, null]
+]
+
 t.test('KML times imported, served in the OGC properties and matched by datetime', async (t) => {
   const handle = await openTestDatabase(t, 'pglite')
   await importPlacemarks(handle, Readable.from([Buffer.from(kml)]), { timeZone: 'UTC', source: 'times.kml' })
@@ -46,14 +56,7 @@ t.test('KML times imported, served in the OGC properties and matched by datetime
   const names = async (query: string) => ((await items(query)).json().features as { properties: { name: string } }[]).map((f) => f.properties.name)
 
   const all = (await items('')).json().features as { properties: { name: string; time_begin: string | null; time_end: string | null } }[]
-  t.same(all.map((f) => [f.properties.name, f.properties.time_begin, f.properties.time_end]), [
-    ['instant', '2017-10-02T05:09:48.000Z', '2017-10-02T05:09:48.000Z'],
-    ['a day', '2017-10-02T00:00:00.000Z', '2017-10-02T23:59:59.999Z'],
-    ['a span', '2017-09-01T00:00:00.000Z', '2017-10-01T23:59:59.999Z'],
-    ['from 2018', '2018-01-01T00:00:00.000Z', null],
-    ['gx', '2016-01-01T00:00:00.000Z', '2016-12-31T23:59:59.999Z'],
-    ['timeless', null, null]
-  ])
+  t.same(all.map((f) => [f.properties.name, f.properties.time_begin, f.properties.time_end]), timesOfKml)
   const one = (await app.inject('/ogc/collections/placemarks/items/1')).json()
   t.equal(one.properties.time_begin, '2017-10-02T05:09:48.000Z')
 
@@ -79,25 +82,17 @@ t.test('KML times imported, served in the OGC properties and matched by datetime
 t.test('KML times in the placemark API: JSON and GeoJSON, the list, one placemark and the box on both of its paths', async (t) => {
   const handle = await openTestDatabase(t)
   await importPlacemarks(handle, Readable.from([Buffer.from(kml)]), { timeZone: 'UTC', source: 'times.kml' })
-  const want = [
-    ['instant', '2017-10-02T05:09:48.000Z', '2017-10-02T05:09:48.000Z'],
-    ['a day', '2017-10-02T00:00:00.000Z', '2017-10-02T23:59:59.999Z'],
-    ['a span', '2017-09-01T00:00:00.000Z', '2017-10-01T23:59:59.999Z'],
-    ['from 2018', '2018-01-01T00:00:00.000Z', null],
-    ['gx', '2016-01-01T00:00:00.000Z', '2016-12-31T23:59:59.999Z'],
-    ['timeless', null, null]
-  ]
   type P = { name: string; time_begin: string | null; time_end: string | null }
   const triple = (p: P) => [p.name, p.time_begin, p.time_end]
   for (const index of ['512', '0']) {
     const app = await buildTestApp(t, handle, {}, { BBOX_INDEX_MB: index })
     await app.boxIndex.idle()
     t.equal(app.boxIndex.state(), index === '0' ? 'off' : 'ready')
-    t.same(((await app.inject('/api/v1/placemarks')).json().placemarks as P[]).map(triple), want, 'the list')
-    t.same(((await app.inject('/api/v1/placemarks?format=geojson')).json().features as { properties: P }[]).map((f) => triple(f.properties)), want, 'the list as GeoJSON')
-    t.same(triple((await app.inject('/api/v1/placemarks/2')).json() as P), want[1], 'one placemark')
+    t.same(((await app.inject('/api/v1/placemarks')).json().placemarks as P[]).map(triple), timesOfKml, 'the list')
+    t.same(((await app.inject('/api/v1/placemarks?format=geojson')).json().features as { properties: P }[]).map((f) => triple(f.properties)), timesOfKml, 'the list as GeoJSON')
+    t.same(triple((await app.inject('/api/v1/placemarks/2')).json() as P), timesOfKml[1], 'one placemark')
     const box = '/api/v1/spatial/bbox?min_lon=-116&min_lat=36&max_lon=-115&max_lat=37'
-    t.same(((await app.inject(box)).json().placemarks as P[]).map(triple), want, `the box (BBOX_INDEX_MB=${index})`)
-    t.same(((await app.inject(`${box}&format=geojson`)).json().features as { properties: P }[]).map((f) => triple(f.properties)), want, `the box as GeoJSON (BBOX_INDEX_MB=${index})`)
+    t.same(((await app.inject(box)).json().placemarks as P[]).map(triple), timesOfKml, `the box (BBOX_INDEX_MB=${index})`)
+    t.same(((await app.inject(`${box}&format=geojson`)).json().features as { properties: P }[]).map((f) => triple(f.properties)), timesOfKml, `the box as GeoJSON (BBOX_INDEX_MB=${index})`)
   }
 })
