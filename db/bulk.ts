@@ -48,28 +48,32 @@ function copyValue (v: BulkValue, json: boolean): string {
   return copyText(JSON.stringify(v))
 }
 
+// Waits for the stream's `event` (it takes more, or it finished) or its failure; both listeners go when
+// either comes, so that waits in a loop leave none behind.
+function settled (stream: NodeJS.EventEmitter, event: 'drain' | 'finish'): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      stream.off(event, done)
+      stream.off('error', done)
+      resolve()
+    }
+    stream.on(event, done)
+    stream.on('error', done)
+  })
+}
+
 function copyWriter (client: pg.PoolClient, table: string, columns: readonly string[], options: BulkOptions, chunkBytes = 256 * 1024): BulkWriter {
   const stream = client.query(copyFrom(`COPY ${table} (${columns.join(', ')}) FROM STDIN${options.freeze ? ' WITH (FREEZE)' : ''}`))
   const json = columns.map((c) => options.json?.includes(c) ?? false)
   let failure: Error | null = null
   stream.on('error', (err: Error) => { failure = err })
-  // Waits for the stream to take more, or to fail; both listeners go when either comes.
-  const drained = () => new Promise<void>((resolve) => {
-    const done = () => {
-      stream.off('drain', done)
-      stream.off('error', done)
-      resolve()
-    }
-    stream.on('drain', done)
-    stream.on('error', done)
-  })
   let pending = ''
   const flush = async () => {
     if (failure) throw failure
     if (!pending) return
     const ok = stream.write(pending)
     pending = ''
-    if (!ok) await drained()
+    if (!ok) await settled(stream, 'drain')
     if (failure) throw failure
   }
   return {
@@ -81,15 +85,7 @@ function copyWriter (client: pg.PoolClient, table: string, columns: readonly str
     },
     async close () {
       await flush()
-      const finished = new Promise<void>((resolve) => {
-        const done = () => {
-          stream.off('finish', done)
-          stream.off('error', done)
-          resolve()
-        }
-        stream.on('finish', done)
-        stream.on('error', done)
-      })
+      const finished = settled(stream, 'finish')
       stream.end()
       await finished
       if (failure) throw failure

@@ -6,8 +6,9 @@ import type { FastifyInstance } from 'fastify'
 // private, may keep it (RFC 6749 §5.1: Cache-Control no-store, and Pragma no-cache for HTTP/1.0 caches),
 // whether it succeeds or fails.
 export default async function authPolicy (app: FastifyInstance): Promise<void> {
-  app.addHook('onRequest', async (_request, reply) => {
+  app.addHook('onRequest', (_request, reply, done) => {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+    done()
   })
   app.addHook('preParsing', app.authRateLimit)
 }
