@@ -203,6 +203,19 @@ export const testSecrets = {
   JWT_REFRESH_SECRET: 'test-refresh-secret-0123456789abcdefghijklmnopqrstuvwxyz'
 }
 
+/** A production start's identity provider and public address (the secrets are each test's to choose). */
+export const productionSettings = {
+  NODE_ENV: 'production',
+  IDP_CLIENT_ID: 'c',
+  IDP_CLIENT_SECRET: 's',
+  IDP_REDIRECT_URI: 'https://app.example/cb',
+  IDP_AUTHORIZE_URL: 'https://idp.example/a',
+  IDP_TOKEN_URL: 'https://idp.example/t',
+  IDP_USER_URL: 'https://idp.example/u',
+  IDP_GUILDS_URL: 'https://idp.example/g',
+  PUBLIC_URL: 'https://api.example'
+}
+
 export function testConfig (overrides: Partial<Config> = {}, env: Record<string, string> = {}): Config {
   // Load shedding is off unless a test turns it on: an in-process PGlite import stalls the test's own event loop.
   return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', SEED_SAMPLE_DATA: 'false', MAX_EVENT_LOOP_DELAY_MS: '0', ...testSecrets, ...env }, overrides)

@@ -8,7 +8,7 @@ import { calculateJwkThumbprint, createLocalJWKSet, createRemoteJWKSet, exportJW
 import type { FastifyInstance } from 'fastify'
 import { ConfigError, loadConfig } from '../../lib/config.ts'
 import { secretKid } from '../../lib/auth/key-ring.ts'
-import { buildTestApp, openTestDatabase, testSecrets } from '../helper.ts'
+import { buildTestApp, openTestDatabase, productionSettings, testSecrets } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'
 import { spawnScript } from '../support/run.ts'
 
@@ -56,17 +56,7 @@ t.test('key-ring settings: every problem named, no key material shown', async (t
   t.match(configMessage({ JWT_ALGORITHM: 'RS256' }), /invalid configuration: JWT_ALGORITHM/)
   t.match(configMessage({ JWT_PRIVATE_KEYS: pem('ES256') }), /JWT_PRIVATE_KEYS is set but JWT_ALGORITHM is HS256/)
 
-  const production = {
-    NODE_ENV: 'production',
-    IDP_CLIENT_ID: 'c',
-    IDP_CLIENT_SECRET: 's',
-    IDP_REDIRECT_URI: 'https://app.example/cb',
-    IDP_AUTHORIZE_URL: 'https://idp.example/a',
-    IDP_TOKEN_URL: 'https://idp.example/t',
-    IDP_USER_URL: 'https://idp.example/u',
-    IDP_GUILDS_URL: 'https://idp.example/g',
-    PUBLIC_URL: 'https://api.example'
-  }
+  const production = productionSettings
   const asymmetric = configMessage({ ...production, JWT_ALGORITHM: 'ES256' })
   t.match(asymmetric, /JWT_PRIVATE_KEYS is required in production with JWT_ALGORITHM=ES256/)
   t.match(asymmetric, /JWT_REFRESH_SECRET is required in production/, 'refresh tokens stay HS256')

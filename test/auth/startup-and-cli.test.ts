@@ -5,20 +5,12 @@ import { createServer, type AddressInfo } from 'node:net'
 import { loadConfig, ConfigError } from '../../lib/config.ts'
 import { buildApp } from '../helper.ts'
 import { loggerOptions } from '../../lib/logger.ts'
-import { createPostgresDatabase, openTestDatabase, testConfig, testSecrets } from '../helper.ts'
+import { createPostgresDatabase, openTestDatabase, productionSettings, testConfig, testSecrets } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'
 import { openDatabase, migrateToLatest } from '../../db/index.ts'
 
 const production = {
-  NODE_ENV: 'production',
-  IDP_CLIENT_ID: 'c',
-  IDP_CLIENT_SECRET: 's',
-  IDP_REDIRECT_URI: 'https://app.example/cb',
-  IDP_AUTHORIZE_URL: 'https://idp.example/a',
-  IDP_TOKEN_URL: 'https://idp.example/t',
-  IDP_USER_URL: 'https://idp.example/u',
-  IDP_GUILDS_URL: 'https://idp.example/g',
-  PUBLIC_URL: 'https://api.example',
+  ...productionSettings,
   ...testSecrets
 }
 
