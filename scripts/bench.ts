@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { once } from 'node:events'
 import { request as httpRequest } from 'node:http'
 import { dirname, join, resolve } from 'node:path'
@@ -13,6 +14,7 @@ import { SYNTHETIC_END, syntheticActivity } from '../lib/activity/synthetic.ts'
 import { loadConfig } from '../lib/config.ts'
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../lib/auth/api-keys.ts'
 import { createApiKey } from '../db/api-keys.ts'
+import { bboxPath, boundaryBoxes, idsDiffer, isScaleFigure, parseScale, percentile, procMemory, scaleLabel, targetsOfScale } from '../bench/scale.ts'
 
 const HELP = `
 Creates a throw-away PostgreSQL database, generates and imports a KML of placemarks, seeds activity
@@ -35,7 +37,22 @@ options:
                --small); the figures then say how many there were
   --overhead   the per-piece cost table instead (bench/overhead.ts): server CPU per request with
                each piece of the request path on alone, all together, and the whole app
-  --keep       keep the database afterwards (default: drop it)
+  --scale S    the placemark figures at scale instead, against a PostGIS peer: S is 1m or 10m
+               (1,000,000 or 10,000,000 placemarks). Generates the KML in a temporary directory,
+               times our import (node --import tsx scripts/import.ts, as npm run import runs it) and
+               GDAL's ogr2ogr (KML driver) loading the same file into a PostGIS table (wall time and
+               peak RSS of each, from /proc), starts our server in production (default settings)
+               and times start to /health/ready, waits for the box index (its state from /health or
+               /metrics) and takes the server's RSS, starts a second server with BBOX_INDEX_MB=0 (the
+               database path) and the peer (bench/peers/postgis.ts: Fastify + pg, && and
+               ST_Intersects), checks that all three give the same placemarks on 18 random city
+               boxes and 4 boundary cases, then loads random city boxes in alternating turns (32
+               connections): req/s, p50, p99, ratio to the peer. Without PostGIS or ogr2ogr the peer
+               is skipped with a line saying what to install. About 5 minutes for 1m on 2 cores;
+               10m needs some 15 GB of memory for ogr2ogr's KML driver and 4 GB of disk
+  --placemarks N  with --scale (or alone), N placemarks instead of the scale's count: a dry run
+               at 100000 takes about a minute (the targets are judged at 1M and 10M only)
+  --keep       keep the database afterwards (default: drop it; with --scale, both databases)
   -h, --help   show this help and exit
 
 settings (from the environment, or from .env in the current directory; the environment wins):
@@ -44,17 +61,31 @@ settings (from the environment, or from .env in the current directory; the envir
 `
 
 // Options first, before anything is created: a mistyped option costs one line and exit 2.
-export const command = defineCommand({ usage: 'npm run bench -- [--quick | --small | --analytics | --overhead] [--events N] [--keep]', help: HELP }, {
+export const command = defineCommand({ usage: 'npm run bench -- [--quick | --small | --analytics | --overhead | --scale 1m|10m] [--events N] [--placemarks N] [--keep]', help: HELP }, {
   options: {
     quick: { type: 'boolean', default: false },
     small: { type: 'boolean', default: false },
     analytics: { type: 'boolean', default: false },
     events: { type: 'string' },
     overhead: { type: 'boolean', default: false },
+    scale: { type: 'string' },
+    placemarks: { type: 'string' },
     keep: { type: 'boolean', default: false }
   }
 }, async ({ values }, io) => {
   if (values.quick && values.analytics) throw new CliError('--quick and --analytics exclude each other (see --help)', 2)
+  let scale: number | null = null
+  if (values.scale !== undefined) {
+    scale = parseScale(values.scale)
+    if (scale === null || !['1m', '10m'].includes(values.scale.toLowerCase())) throw new CliError('--scale must be 1m or 10m (see --help; --placemarks N for another count)', 2)
+  }
+  if (values.placemarks !== undefined) {
+    scale = Number(values.placemarks)
+    if (!/^\d+$/.test(values.placemarks) || scale < 1000 || scale > 100_000_000) throw new CliError('--placemarks must be an integer from 1000 to 100000000 (see --help)', 2)
+  }
+  if (scale !== null && (values.quick || values.small || values.analytics || values.overhead || values.events !== undefined)) {
+    throw new CliError('--scale and --placemarks go alone (with --keep): not with --quick, --small, --analytics, --overhead or --events (see --help)', 2)
+  }
   let events: number | null = null
   if (values.events !== undefined) {
     events = Number(values.events)
@@ -66,6 +97,10 @@ export const command = defineCommand({ usage: 'npm run bench -- [--quick | --sma
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', 'overhead.ts')], { cwd: root, stdio: 'inherit' })
     const [code] = await once(child, 'exit') as [number | null]
     if (code !== 0) throw new CliError(`bench/overhead.ts failed (exit ${code})`)
+    return
+  }
+  if (scale !== null) {
+    await mainScale(scale)
     return
   }
   await main()
@@ -135,6 +170,8 @@ function run (cmd: string, args: string[], env: Record<string, string>, onStderr
     let stderr = ''
     child.stdout.on('data', (d) => { stdout += d })
     child.stderr.on('data', (d) => { stderr += d; onStderr?.(String(d)) })
+    // A command that is not installed: no exit code, the reason in stderr.
+    child.on('error', (err) => done({ code: null, stdout, stderr: stderr + err.message, seconds: (performance.now() - started) / 1000 }))
     child.on('close', (code) => done({ code, stdout, stderr, seconds: (performance.now() - started) / 1000 }))
   })
 }
@@ -339,15 +376,20 @@ async function startServer (DATABASE_URL: string): Promise<{ child: ChildProcess
 }
 
 // Unique random city-sized boxes for every request: the benchmark measures the index, not a cache.
-function randomBoxes (): autocannon.Request[] {
+// The same seed gives every server the same boxes in the same order.
+function cityBoxPaths (): string[] {
   const rand = mulberry32(42)
   const cities: [number, number][] = [[-115.17, 36.11], [-118.24, 34.05], [-74.0, 40.71], [-0.12, 51.5], [2.35, 48.86], [139.69, 35.69]]
-  const boxes = Array.from({ length: 200_000 }, () => {
+  return Array.from({ length: 200_000 }, () => {
     const [lon, lat] = cities[Math.floor(rand() * cities.length)]
     const x = lon + (rand() - 0.5) * 0.5
     const y = lat + (rand() - 0.5) * 0.5
     return `/api/v1/spatial/bbox?min_lon=${(x - 0.02).toFixed(4)}&min_lat=${(y - 0.02).toFixed(4)}&max_lon=${(x + 0.02).toFixed(4)}&max_lat=${(y + 0.02).toFixed(4)}&limit=100`
   })
+}
+
+// Requests that take the boxes one after the other, each list of requests from the first box.
+function randomBoxes (boxes: string[] = cityBoxPaths()): autocannon.Request[] {
   let next = 0
   return [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: boxes[next++ % boxes.length] }) }]
 }
@@ -398,8 +440,6 @@ function ingestionBodies (count: number): { bodies: string[]; guilds: string[] }
   }
   return { bodies, guilds: [...guilds] }
 }
-
-const percentile = (sorted: number[], p: number) => sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]
 
 // Sends the bodies with `concurrency` requests in flight; each answer must store the whole batch.
 async function sendBatches (base: string, key: string, bodies: string[], concurrency: number) {
@@ -525,11 +565,371 @@ async function main () {
   const targets = JSON.parse(readFileSync(join(root, 'bench', 'targets.json'), 'utf8')) as Parameters<typeof checkTargets>[0]
   // --quick judges the figures it measured, the peers' ratios.
   if (cli.quick) for (const name of Object.keys(targets)) if (!PEER_FIGURES.some((f) => f.name === name)) delete targets[name]
+  // The figures of --scale are judged by --scale only.
+  for (const name of Object.keys(targets)) if (isScaleFigure(name)) delete targets[name]
   // --analytics judges the activity figures.
   if (cli.analytics) for (const name of Object.keys(targets)) if (!ANALYTICS_FIGURES.includes(name)) delete targets[name]
   results.checks = checkTargets(targets)
   writeFileSync(join(root, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`)
   printTables()
+}
+
+// ---- The bench at scale (--scale): our import, server and both box paths against a PostGIS peer ----
+
+const INSTALL_PEER = 'apt-get install -y postgresql-15-postgis-3 gdal-bin'
+
+interface Measured { code: number | null; stdout: string; stderr: string; seconds: number; peakRssMib: number | null }
+
+/**
+ * Runs a command to its end with its wall time and its peak RSS, read from /proc/<pid>/status (VmHWM,
+ * which only grows) every 50 ms while it runs; null where /proc is not there.
+ */
+function runMeasured (cmd: string, args: string[], env: Record<string, string>, track: Set<ChildProcess>): Promise<Measured> {
+  const started = performance.now()
+  return new Promise((resolve) => {
+    const done = resolve
+    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    track.add(child)
+    let stdout = ''
+    let stderr = ''
+    let peak: number | null = null
+    const sample = () => {
+      if (!child.pid) return
+      try {
+        const m = procMemory(readFileSync(`/proc/${child.pid}/status`, 'utf8'))
+        if (m) peak = Math.max(peak ?? 0, m.peak_rss_mib)
+      } catch { /* exited, or no /proc */ }
+    }
+    const timer = setInterval(sample, 50)
+    child.stdout.on('data', (d) => { stdout += d })
+    child.stderr.on('data', (d) => { stderr += d })
+    child.on('error', (err) => { stderr += String(err.message) })
+    child.on('close', (code) => {
+      clearInterval(timer)
+      track.delete(child)
+      done({ code, stdout, stderr, seconds: (performance.now() - started) / 1000, peakRssMib: peak })
+    })
+  })
+}
+
+// The production settings of a server under test: the defaults, a few required values (the identity
+// provider is never called), and the rate limits out of the load generator's way.
+const productionEnv = (port: number): Record<string, string> => ({
+  NODE_ENV: 'production',
+  PORT: String(port),
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'warn',
+  PUBLIC_URL: `http://127.0.0.1:${port}`,
+  IDP_CLIENT_ID: 'bench',
+  IDP_CLIENT_SECRET: 'bench',
+  IDP_REDIRECT_URI: `http://127.0.0.1:${port}/api/auth/callback`,
+  IDP_AUTHORIZE_URL: 'http://127.0.0.1:9/authorize',
+  IDP_TOKEN_URL: 'http://127.0.0.1:9/token',
+  IDP_USER_URL: 'http://127.0.0.1:9/user',
+  IDP_GUILDS_URL: 'http://127.0.0.1:9/guilds',
+  JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop',
+  JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn',
+  RATE_LIMIT_MAX: '100000000',
+  AUTH_RATE_LIMIT_MAX: '100000000'
+})
+
+interface Server { name: string; base: string; child: ChildProcess; readySeconds: number }
+
+/** Starts our server in production and times spawn to the first 200 of /health/ready (polled every 20 ms). */
+async function startProductionServer (name: string, DATABASE_URL: string, env: Record<string, string>, track: Set<ChildProcess>): Promise<Server> {
+  const port = 20000 + Math.floor(Math.random() * 20000)
+  const base = `http://127.0.0.1:${port}`
+  const started = performance.now()
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DATABASE_URL, ...productionEnv(port), ...env } })
+  track.add(child)
+  while (performance.now() - started < 600_000) {
+    if (child.exitCode !== null) throw new Error(`${name}: the server exited with code ${child.exitCode} before it was ready`)
+    try { if ((await fetch(`${base}/health/ready`)).status === 200) return { name, base, child, readySeconds: (performance.now() - started) / 1000 } } catch { /* not up yet */ }
+    await sleep(20)
+  }
+  throw new Error(`${name}: /health/ready did not answer 200 within 10 minutes`)
+}
+
+/**
+ * The box index's state: from /health when it tells it (a `boxIndex` field, a state or an object
+ * with one), else from the box_index_state gauge of /metrics (which answers loopback).
+ */
+async function boxIndexState (base: string): Promise<string> {
+  try {
+    const health = await (await fetch(`${base}/health`)).json() as Record<string, unknown>
+    const field = health.boxIndex ?? health.box_index
+    if (typeof field === 'string') return field
+    if (field && typeof field === 'object' && typeof (field as { state?: unknown }).state === 'string') return (field as { state: string }).state
+  } catch { /* no JSON: ask the metrics */ }
+  const metrics = await (await fetch(`${base}/metrics`)).text()
+  return /^box_index_state\{state="([a-z-]+)"\} 1$/m.exec(metrics)?.[1] ?? 'unknown'
+}
+
+/** Waits until the box index is no longer loading (ready, off, too-big, failed); returns the state and when. */
+async function waitForBoxIndex (server: Server, started: number): Promise<{ state: string; seconds: number }> {
+  for (;;) {
+    const state = await boxIndexState(server.base)
+    if (!['loading', 'reloading'].includes(state) || performance.now() - started > 1_800_000) return { state, seconds: (performance.now() - started) / 1000 }
+    await sleep(100)
+  }
+}
+
+function processMemory (child: ChildProcess): { rss_mib: number; peak_rss_mib: number } | null {
+  try { return child.pid ? procMemory(readFileSync(`/proc/${child.pid}/status`, 'utf8')) : null } catch { return null }
+}
+
+// One autocannon run over the sides' own sequence of boxes, every response time kept.
+function loadBoxes (base: string, requests: autocannon.Request[], duration: number, latencies: number[]): Promise<{ requests: number; seconds: number; non2xx: number }> {
+  return new Promise((resolve, reject) => {
+    const [done, fail] = [resolve, reject]
+    const instance = autocannon({ url: base, connections: CONNECTIONS, duration, requests }, (err, r) => {
+      if (err) fail(err)
+      else done({ requests: r.requests.total, seconds: r.duration, non2xx: r.non2xx + r.errors + r.timeouts })
+    })
+    instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => { latencies.push(ms) })
+  })
+}
+
+/**
+ * Random city boxes on every side in alternating turns (the first side rotating each round), each side
+ * through the same boxes in the same order; p50 and p99 over every response of its turns.
+ */
+async function alternateBoxes (sides: Side[]) {
+  const boxes = cityBoxPaths()
+  const requests = sides.map(() => randomBoxes(boxes))
+  for (const [i, side] of sides.entries()) await loadBoxes(side.base, requests[i], timing().warmup, [])
+  const totals = sides.map(() => ({ requests: 0, seconds: 0, non2xx: 0, latencies: [] as number[] }))
+  for (let turn = 0; turn < timing().turns; turn++) {
+    for (let k = 0; k < sides.length; k++) {
+      const i = (turn + k) % sides.length
+      const r = await loadBoxes(sides[i].base, requests[i], timing().turnSeconds, totals[i].latencies)
+      totals[i].requests += r.requests
+      totals[i].seconds += r.seconds
+      totals[i].non2xx += r.non2xx
+    }
+  }
+  return totals.map((t) => {
+    t.latencies.sort((a, b) => a - b)
+    return { rps: t.requests / t.seconds, p50_ms: round2(percentile(t.latencies, 0.5)), p99_ms: round2(percentile(t.latencies, 0.99)), non2xx: t.non2xx }
+  })
+}
+
+interface OurAnswer { placemarks: { id: number; geometry: string }[] }
+interface PeerAnswer { features: { properties: { id: number } }[] }
+
+/**
+ * Before any timing: the 18 first random city boxes and the 4 boundary cases give the same bytes on
+ * both of our paths, and the same placemarks (ids, in document order: ogr2ogr numbers the features
+ * from 1 in the document's order, as our import does) from the peer. Returns how many were compared.
+ */
+async function checkSameAnswers (index: Side, database: Side, peer: Side | null, total: number): Promise<{ boxes: number; placemarks: number }> {
+  const paths = cityBoxPaths().slice(0, 18)
+  // The first point placemark of the document: the boundary box's west edge goes exactly through it.
+  const first = await getBytes(index.base + bboxPath({ min_lon: -180, min_lat: -90, max_lon: 180, max_lat: 90, limit: 100 }))
+  const point = (JSON.parse(first.body.toString()) as OurAnswer).placemarks.map((p) => JSON.parse(p.geometry) as { type: string; coordinates: number[] }).find((g) => g.type === 'Point')
+  if (!point) throw new Error('no point placemark among the first 100: the boundary case needs one')
+  const cases = [...paths.map((path) => ({ name: path, path })), ...boundaryBoxes([String(point.coordinates[0]), String(point.coordinates[1])]).map((b) => ({ name: b.name, path: bboxPath(b.box) }))]
+  let placemarks = 0
+  for (const { name, path } of cases) {
+    const ours = await getBytes(index.base + path)
+    const db = await getBytes(database.base + path)
+    if (ours.status !== 200 || db.status !== 200) throw new Error(`${name}: our server answered ${ours.status} with the index, ${db.status} on the database path`)
+    if (!ours.body.equals(db.body)) throw new Error(`${name}: the database path's answer differs from the index's (${path})`)
+    const ids = (JSON.parse(ours.body.toString()) as OurAnswer).placemarks.map((p) => p.id)
+    if (name === 'west edge on a point' && ids.length === 0) throw new Error(`${name}: the point on the box's edge is not in the answer (${path})`)
+    if (name === 'the whole world' && ids.length !== Math.min(10000, total)) throw new Error(`${name}: ${ids.length} placemarks, not the limit`)
+    placemarks += ids.length
+    if (!peer) continue
+    const theirs = await getBytes(peer.base + path)
+    if (theirs.status !== 200) throw new Error(`${name}: the PostGIS peer answered ${theirs.status}`)
+    const difference = idsDiffer(ids, (JSON.parse(theirs.body.toString()) as PeerAnswer).features.map((f) => f.properties.id))
+    if (difference) throw new Error(`${name}: the PostGIS peer's placemarks differ from ours at ${difference} (${path})`)
+  }
+  return { boxes: cases.length, placemarks }
+}
+
+/** Why the PostGIS peer cannot run here, or null when ogr2ogr (with its KML driver) and the extension are there. */
+async function peerMissing (peerUrl: string): Promise<string | null> {
+  const gdal = await run('ogr2ogr', ['--version'], {})
+  if (gdal.code !== 0) return 'GDAL\'s ogr2ogr is not installed'
+  const formats = await run('ogrinfo', ['--formats'], {})
+  if (!/^\s*KML -vector-/m.test(formats.stdout)) return 'GDAL has no KML driver'
+  const client = new pg.Client({ connectionString: peerUrl })
+  try {
+    await client.connect()
+    await client.query('CREATE EXTENSION IF NOT EXISTS postgis')
+    return null
+  } catch (err) {
+    return `CREATE EXTENSION postgis failed (${(err as Error).message})`
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+async function mainScale (placemarks: number) {
+  const label = scaleLabel(placemarks)
+  const { duration, warmup, turns, turnSeconds } = timing()
+  results.settings = { placemarks, connections: CONNECTIONS, warmup_s: warmup, turns, turn_s: turnSeconds, duration_s: duration }
+  const stamp = Date.now().toString(36)
+  const dbName = `bench_${stamp}`
+  const peerDbName = `bench_${stamp}_postgis`
+  const urlOf = (name: string) => {
+    const u = new URL(adminUrl)
+    u.pathname = `/${name}`
+    return u.toString()
+  }
+  const DATABASE_URL = urlOf(dbName)
+  const PEER_URL = urlOf(peerDbName)
+  const dir = mkdtempSync(join(tmpdir(), 'placemark-bench-'))
+  const children = new Set<ChildProcess>()
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  let cleaned: Promise<void> | null = null
+  const cleanup = () => {
+    cleaned ??= (async () => {
+      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+      await Promise.all([...children].map((c) => c.exitCode === null && c.signalCode === null ? once(c, 'exit') : null))
+      rmSync(dir, { recursive: true, force: true })
+      if (!cli.keep) {
+        for (const name of [dbName, peerDbName]) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err: Error) => log(`  could not drop ${name}: ${err.message}`))
+      } else log(`kept the databases ${dbName} and ${peerDbName}`)
+      await admin.end().catch(() => {})
+    })()
+    return cleaned
+  }
+  // Ctrl-C or a kill: the children stop, the databases and the KML go, then exit.
+  const onSignal = (signal: NodeJS.Signals) => {
+    log(`${signal}: cleaning up`)
+    cleanup().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143))
+  }
+  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onSignal)
+  const f = (name: string) => `${name} (${label})`
+  try {
+    await admin.query(`CREATE DATABASE ${dbName}`)
+    await admin.query(`CREATE DATABASE ${peerDbName}`)
+    const kml = join(dir, `placemarks-${placemarks}.kml`)
+    log(`generating ${placemarks} placemarks → ${kml}`)
+    const generated = performance.now()
+    await generateKml(kml, placemarks, 1)
+    results.figures[f('generated KML')] = { placemarks, mib: Math.round(statSync(kml).size / 1048576), seconds: round2((performance.now() - generated) / 1000) }
+
+    // Migrated first: the import's figure is the import alone.
+    const migrate = await run(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { DATABASE_URL })
+    if (migrate.code !== 0) throw new Error(`migrate failed: ${migrate.stderr}`)
+    log('importing with npm run import\'s command')
+    const imp = await runMeasured(process.execPath, ['--import', 'tsx', 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL }, children)
+    if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
+    const importFigure: Figure = { placemarks, seconds: round2(imp.seconds), per_second: Math.round(placemarks / imp.seconds), peak_rss_mib: imp.peakRssMib ?? NaN }
+    results.figures[f('import')] = importFigure
+    log(`  ${importFigure.seconds} s, peak RSS ${importFigure.peak_rss_mib} MiB`)
+
+    const missing = await peerMissing(PEER_URL)
+    if (missing) log(`PostGIS peer skipped: ${missing}. Install it with: ${INSTALL_PEER} (the figures against the peer are not measured)`)
+    else {
+      log('loading the same KML with ogr2ogr (KML driver) into PostGIS')
+      const u = new URL(adminUrl)
+      // PG* variables carry the connection: no password on the command line.
+      const pgEnv: Record<string, string> = { PGHOST: u.hostname, PGPORT: u.port || '5432', PGUSER: decodeURIComponent(u.username), PGDATABASE: peerDbName }
+      if (u.password) pgEnv.PGPASSWORD = decodeURIComponent(u.password)
+      // Every folder of the KML is a layer of the KML driver: all are appended to one table, whose
+      // id (the FID) numbers the features from 1 in the document's order. COPY, as GDAL advises for loads.
+      const ogr = await runMeasured('ogr2ogr', ['--config', 'GDAL_SKIP', 'LIBKML', '--config', 'PG_USE_COPY', 'YES', '-f', 'PostgreSQL', `PG:dbname=${peerDbName}`, kml,
+        '-nln', 'placemarks', '-append', '-nlt', 'GEOMETRY', '-dim', 'XY', '-lco', 'GEOMETRY_NAME=geom', '-lco', 'FID=id'], pgEnv, children)
+      if (ogr.code !== 0) throw new Error(`ogr2ogr failed: ${ogr.stderr.split('\n').filter((l) => !/being appended to|^\s*$|Layer creation options ignored/.test(l)).join('\n')}`)
+      Object.assign(importFigure, { ogr2ogr_seconds: round2(ogr.seconds), ogr2ogr_peak_rss_mib: ogr.peakRssMib ?? NaN, vs_ogr2ogr: round2(ogr.seconds / imp.seconds) })
+      log(`  ogr2ogr ${round2(ogr.seconds)} s, peak RSS ${ogr.peakRssMib} MiB`)
+    }
+
+    // Vacuumed and analyzed: an autovacuum starting in the middle of a measurement would take a core.
+    for (const url of missing ? [DATABASE_URL] : [DATABASE_URL, PEER_URL]) {
+      const c = new pg.Client({ connectionString: url })
+      await c.connect()
+      await c.query('VACUUM (ANALYZE)').finally(() => c.end())
+    }
+    await quiesce(admin, dbName)
+    if (!missing) await quiesce(admin, peerDbName)
+
+    log('starting our server (production settings) with the box index')
+    const started = performance.now()
+    const index = await startProductionServer('ours, box index', DATABASE_URL, {}, children)
+    const loaded = await waitForBoxIndex(index, started)
+    if (index.child.pid) await settle(index.child.pid)
+    const indexMemory = processMemory(index.child)
+    log(`  ready in ${round2(index.readySeconds)} s; box index ${loaded.state} after ${round2(loaded.seconds)} s; RSS ${indexMemory?.rss_mib} MiB`)
+    log('starting our server with BBOX_INDEX_MB=0 (the database path)')
+    const database = await startProductionServer('ours, database path', DATABASE_URL, { BBOX_INDEX_MB: '0' }, children)
+    if (database.child.pid) await settle(database.child.pid)
+    let peer: (Side & { child: ChildProcess; readySeconds: number }) | null = null
+    if (!missing) {
+      const peerStarted = performance.now()
+      const { child, value } = await startProcess(['--import', 'tsx', 'bench/peers/postgis.ts', PEER_URL], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null))
+      children.add(child)
+      peer = { name: 'PostGIS peer', base: `http://127.0.0.1:${value}`, child, readySeconds: (performance.now() - peerStarted) / 1000 }
+    }
+    results.figures[f('start to ready')] = { seconds: round2(index.readySeconds), box_index: loaded.state, box_index_seconds: round2(loaded.seconds), database_path_seconds: round2(database.readySeconds), ...(peer ? { peer_seconds: round2(peer.readySeconds) } : {}) }
+
+    log(`checking the answers: 18 random city boxes and 4 boundary cases on both of our paths${peer ? ' and the peer' : ''}`)
+    const compared = await checkSameAnswers(index, database, peer, placemarks)
+    results.figures[f('answers compared')] = { boxes: compared.boxes, placemarks: compared.placemarks, with_peer: peer ? 'yes' : 'no (skipped)' }
+    log(`  the same placemarks in ${compared.boxes} boxes (${compared.placemarks} placemarks)`)
+
+    log(`load: random city boxes, ${CONNECTIONS} connections, ${turns} alternating turns of ${turnSeconds} s per server`)
+    const sides: Side[] = [index, database, ...(peer ? [peer] : [])]
+    const [withIndex, onDatabase, onPeer] = await alternateBoxes(sides)
+    const ratio = (x: number) => (onPeer ? round2(x / onPeer.rps) : NaN)
+    results.figures[f('bbox, box index')] = { rps: Math.round(withIndex.rps), p50_ms: withIndex.p50_ms, p99_ms: withIndex.p99_ms, ...(onPeer ? { vs_peer: ratio(withIndex.rps) } : {}), non2xx: withIndex.non2xx }
+    results.figures[f('bbox, database path')] = { rps: Math.round(onDatabase.rps), p50_ms: onDatabase.p50_ms, p99_ms: onDatabase.p99_ms, ...(onPeer ? { vs_peer: ratio(onDatabase.rps) } : {}), non2xx: onDatabase.non2xx }
+    if (onPeer) results.figures[f('bbox, PostGIS peer')] = { rps: Math.round(onPeer.rps), p50_ms: onPeer.p50_ms, p99_ms: onPeer.p99_ms, non2xx: onPeer.non2xx }
+    for (const [name, r] of [['box index', withIndex], ['database path', onDatabase], ['PostGIS peer', onPeer]] as const) {
+      if (r) log(`  ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50_ms} ms, p99 ${r.p99_ms} ms${r.non2xx ? `, ${r.non2xx} non-2xx` : ''}`)
+    }
+    const afterLoad = processMemory(index.child)
+    results.figures[f('server RSS after load')] = {
+      rss_mib: indexMemory?.rss_mib ?? NaN,
+      box_index: loaded.state,
+      after_bbox_rss_mib: afterLoad?.rss_mib ?? NaN,
+      peak_rss_mib: afterLoad?.peak_rss_mib ?? NaN,
+      database_path_rss_mib: processMemory(database.child)?.rss_mib ?? NaN,
+      ...(peer ? { peer_rss_mib: processMemory(peer.child)?.rss_mib ?? NaN } : {})
+    }
+  } finally {
+    await cleanup()
+    process.removeListener('SIGINT', onSignal)
+    process.removeListener('SIGTERM', onSignal)
+  }
+
+  const targets = targetsOfScale(JSON.parse(readFileSync(join(root, 'bench', 'targets.json'), 'utf8')) as Parameters<typeof checkTargets>[0], label)
+  results.checks = checkTargets(targets)
+  writeFileSync(join(root, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`)
+  printScaleTable(label)
+}
+
+// The scale table: one row per measure, our box index, our database path and the peer side by side.
+function printScaleTable (label: string) {
+  const fig = (name: string) => results.figures[`${name} (${label})`] ?? {}
+  const checks = new Map(results.checks.map((c) => [c.figure, c]))
+  const verdict = (name: string) => { const c = checks.get(`${name} (${label})`); return c ? `${c.target} | ${c.pass ? 'PASS' : 'FAIL'}` : '– | –' }
+  const show = (v: unknown, unit = '') => (typeof v === 'number' && Number.isFinite(v) ? `${v.toLocaleString('en-US')}${unit}` : v === undefined || (typeof v === 'number' && Number.isNaN(v)) ? '–' : String(v))
+  const [index, db, peer, imp, ready, rss] = ['bbox, box index', 'bbox, database path', 'bbox, PostGIS peer', 'import', 'start to ready', 'server RSS after load'].map(fig)
+  const rows = [
+    `| bbox req/s | ${show(index.rps)} | ${show(db.rps)} | ${show(peer.rps)} | ${show(index.vs_peer, 'x')} / ${show(db.vs_peer, 'x')} | ${verdict('bbox, database path')} |`,
+    `| bbox p50 / p99 | ${show(index.p50_ms)} / ${show(index.p99_ms)} ms | ${show(db.p50_ms)} / ${show(db.p99_ms)} ms | ${show(peer.p50_ms)} / ${show(peer.p99_ms)} ms | | |`,
+    `| start to ready | ${show(ready.seconds, ' s')} (index ${show(ready.box_index)} at ${show(ready.box_index_seconds, ' s')}) | ${show(ready.database_path_seconds, ' s')} | ${show(ready.peer_seconds, ' s')} | | ${verdict('start to ready')} |`,
+    `| server RSS after load | ${show(rss.rss_mib, ' MiB')} (${show(rss.after_bbox_rss_mib, ' MiB')} after the boxes) | ${show(rss.database_path_rss_mib, ' MiB')} | ${show(rss.peer_rss_mib, ' MiB')} | | ${verdict('server RSS after load')} |`,
+    `| import wall / peak RSS | ${show(imp.seconds, ' s')} / ${show(imp.peak_rss_mib, ' MiB')} | | ogr2ogr ${show(imp.ogr2ogr_seconds, ' s')} / ${show(imp.ogr2ogr_peak_rss_mib, ' MiB')} | ${show(imp.vs_ogr2ogr, 'x')} the speed | ${verdict('import')} |`
+  ]
+  console.log([`| ${label} placemarks (${CONNECTIONS} connections, ${timing().turns} turns of ${timing().turnSeconds} s) | ours, box index | ours, database path | PostGIS peer | ratio to the peer | target | result |`, '|---|---|---|---|---|---|---|', ...rows].join('\n'))
+  // Targeted figures the table does not show (the other sizes' names never reach here).
+  const shown = new Set(['bbox, database path', 'start to ready', 'server RSS after load', 'import'].map((n) => `${n} (${label})`))
+  const others = results.checks.filter((c) => !shown.has(c.figure)).map((c) => `| ${c.figure} | ${JSON.stringify(results.figures[c.figure] ?? 'not measured')} | ${c.target} | ${c.pass ? 'PASS' : 'FAIL'} |`)
+  if (others.length) console.log(['', '| figure | measured | target | result |', '|---|---|---|---|', ...others].join('\n'))
+  const [kml, compared] = [fig('generated KML'), fig('answers compared')]
+  console.log(`\ngenerated KML: ${show(kml.mib, ' MiB')} in ${show(kml.seconds, ' s')}; answers compared before timing: ${show(compared.boxes)} boxes, ${show(compared.placemarks)} placemarks, the peer ${compared.with_peer === 'yes' ? 'included' : 'skipped'}`)
+  const passed = results.checks.filter((c) => c.pass).length
+  console.log(results.checks.length
+    ? `\n${passed} of ${results.checks.length} targets of ${label} met; written: bench/results.json`
+    : `\nno targets for ${label} placemarks (bench/targets.json sets them for 1M and 10M); written: bench/results.json`)
 }
 
 // Signs in as the first demo user through the development identity provider, like a browser would.

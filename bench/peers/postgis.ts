@@ -1,0 +1,48 @@
+import Fastify from 'fastify'
+import pg from 'pg'
+import { peerEnvelopes } from '../scale.ts'
+
+// The box query as a GIS user would serve it: a bare Fastify 5 server over pg and a PostGIS table loaded
+// by GDAL's ogr2ogr (KML driver) with its GiST index, columns as ogr2ogr made them: `id` (the feature's
+// position in the document, from 1), `name`, `description`, `geom`. The candidates come from the index
+// (`&&`), the exact test is ST_Intersects, the features are built by PostGIS (ST_AsGeoJSON of the row)
+// and joined by Node into a FeatureCollection. A box across the antimeridian (min_lon > max_lon) is
+// asked as its two halves. The pool has pg's default size, 10, like our server's DB_POOL_MAX.
+// Argument: the connection string of the database. Prints its port on stdout once listening.
+
+const pool = new pg.Pool({ connectionString: process.argv[2], max: 10 })
+
+const where = (envelopes: number) => Array.from({ length: envelopes }, (_, i) => {
+  const e = `ST_MakeEnvelope($${4 * i + 1}, $${4 * i + 2}, $${4 * i + 3}, $${4 * i + 4}, 4326)`
+  return `(geom && ${e} AND ST_Intersects(geom, ${e}))`
+}).join(' OR ')
+const sql = (envelopes: number) => `SELECT ST_AsGeoJSON(p.*) AS feature FROM (
+  SELECT id, name, description, geom FROM placemarks WHERE ${where(envelopes)} ORDER BY id LIMIT $${4 * envelopes + 1}
+) p ORDER BY p.id`
+const queries = [sql(1), sql(2)]
+
+const coordinate = (min: number, max: number) => ({ type: 'number', minimum: min, maximum: max })
+const app = Fastify({ logger: false })
+app.get<{ Querystring: { min_lon: number; min_lat: number; max_lon: number; max_lat: number; limit: number } }>('/api/v1/spatial/bbox', {
+  schema: {
+    querystring: {
+      type: 'object',
+      required: ['min_lon', 'min_lat', 'max_lon', 'max_lat'],
+      properties: { min_lon: coordinate(-180, 180), min_lat: coordinate(-90, 90), max_lon: coordinate(-180, 180), max_lat: coordinate(-90, 90), limit: { type: 'integer', minimum: 1, maximum: 10000, default: 1000 } }
+    }
+  }
+}, async (request, reply) => {
+  const { limit, ...box } = request.query
+  if (box.min_lat > box.max_lat) return reply.code(400).send({ error: 'min_lat must be <= max_lat' })
+  const envelopes = peerEnvelopes(box)
+  const { rows } = await pool.query<{ feature: string }>(queries[envelopes.length - 1], [...envelopes.flat(), limit])
+  let body = '{"type":"FeatureCollection","features":['
+  for (let i = 0; i < rows.length; i++) body += (i ? ',' : '') + rows[i].feature
+  body += `],"count":${rows.length}}`
+  return reply.type('application/json; charset=utf-8').send(body)
+})
+
+await app.listen({ port: 0, host: '127.0.0.1' })
+const address = app.server.address()
+process.stdout.write(`${typeof address === 'object' && address ? address.port : ''}\n`)
+process.once('SIGTERM', () => { app.close().then(() => pool.end()).finally(() => process.exit(0)) })
