@@ -161,11 +161,23 @@ const log = (msg: string) => process.stderr.write(`${msg}\n`)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const round2 = (x: number) => Math.round(x * 100) / 100
 
-function run (cmd: string, args: string[], env: Record<string, string>, onStderr?: (text: string) => void): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
+// The children of a run that cleans up after itself (--scale): none is started once it has stopped.
+interface Tracker { children: Set<ChildProcess>; stopped: boolean }
+
+function tracked<C extends ChildProcess> (track: Tracker | undefined, child: C): C {
+  if (!track) return child
+  track.children.add(child)
+  child.once('exit', () => track.children.delete(child))
+  return child
+}
+
+function run (cmd: string, args: string[], env: Record<string, string>, onStderr?: (text: string) => void, track?: Tracker): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
   const started = performance.now()
+  if (track?.stopped) return Promise.reject(new Error('interrupted'))
   return new Promise((resolve) => {
     const done = resolve
     const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    tracked(track, child)
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => { stdout += d })
@@ -584,12 +596,12 @@ interface Measured { code: number | null; stdout: string; stderr: string; second
  * Runs a command to its end with its wall time and its peak RSS, read from /proc/<pid>/status (VmHWM,
  * which only grows) every 50 ms while it runs; null where /proc is not there.
  */
-function runMeasured (cmd: string, args: string[], env: Record<string, string>, track: Set<ChildProcess>): Promise<Measured> {
+function runMeasured (cmd: string, args: string[], env: Record<string, string>, track: Tracker): Promise<Measured> {
   const started = performance.now()
+  if (track.stopped) return Promise.reject(new Error('interrupted'))
   return new Promise((resolve) => {
     const done = resolve
-    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    track.add(child)
+    const child = tracked(track, spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }))
     let stdout = ''
     let stderr = ''
     let peak: number | null = null
@@ -606,7 +618,6 @@ function runMeasured (cmd: string, args: string[], env: Record<string, string>, 
     child.on('error', (err) => { stderr += String(err.message) })
     child.on('close', (code) => {
       clearInterval(timer)
-      track.delete(child)
       done({ code, stdout, stderr, seconds: (performance.now() - started) / 1000, peakRssMib: peak })
     })
   })
@@ -636,12 +647,12 @@ const productionEnv = (port: number): Record<string, string> => ({
 interface Server { name: string; base: string; child: ChildProcess; readySeconds: number }
 
 /** Starts our server in production and times spawn to the first 200 of /health/ready (polled every 20 ms). */
-async function startProductionServer (name: string, DATABASE_URL: string, env: Record<string, string>, track: Set<ChildProcess>): Promise<Server> {
+async function startProductionServer (name: string, DATABASE_URL: string, env: Record<string, string>, track: Tracker): Promise<Server> {
+  if (track.stopped) throw new Error('interrupted')
   const port = 20000 + Math.floor(Math.random() * 20000)
   const base = `http://127.0.0.1:${port}`
   const started = performance.now()
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DATABASE_URL, ...productionEnv(port), ...env } })
-  track.add(child)
+  const child = tracked(track, spawn(process.execPath, ['--import', 'tsx', 'server.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DATABASE_URL, ...productionEnv(port), ...env } }))
   while (performance.now() - started < 600_000) {
     if (child.exitCode !== null) throw new Error(`${name}: the server exited with code ${child.exitCode} before it was ready`)
     try { if ((await fetch(`${base}/health/ready`)).status === 200) return { name, base, child, readySeconds: (performance.now() - started) / 1000 } } catch { /* not up yet */ }
@@ -781,14 +792,16 @@ async function mainScale (placemarks: number) {
   const DATABASE_URL = urlOf(dbName)
   const PEER_URL = urlOf(peerDbName)
   const dir = mkdtempSync(join(tmpdir(), 'placemark-bench-'))
-  const children = new Set<ChildProcess>()
+  const track: Tracker = { children: new Set(), stopped: false }
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()
   let cleaned: Promise<void> | null = null
   const cleanup = () => {
+    track.stopped = true
     cleaned ??= (async () => {
-      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
-      await Promise.all([...children].map((c) => c.exitCode === null && c.signalCode === null ? once(c, 'exit') : null))
+      const running = [...track.children].filter((c) => c.exitCode === null && c.signalCode === null)
+      for (const child of running) child.kill('SIGTERM')
+      await Promise.all(running.map((c) => once(c, 'exit')))
       rmSync(dir, { recursive: true, force: true })
       if (!cli.keep) {
         for (const name of [dbName, peerDbName]) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((err: Error) => log(`  could not drop ${name}: ${err.message}`))
@@ -815,10 +828,10 @@ async function mainScale (placemarks: number) {
     results.figures[f('generated KML')] = { placemarks, mib: Math.round(statSync(kml).size / 1048576), seconds: round2((performance.now() - generated) / 1000) }
 
     // Migrated first: the import's figure is the import alone.
-    const migrate = await run(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { DATABASE_URL })
+    const migrate = await run(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { DATABASE_URL }, undefined, track)
     if (migrate.code !== 0) throw new Error(`migrate failed: ${migrate.stderr}`)
     log('importing with npm run import\'s command')
-    const imp = await runMeasured(process.execPath, ['--import', 'tsx', 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL }, children)
+    const imp = await runMeasured(process.execPath, ['--import', 'tsx', 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL }, track)
     if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
     const importFigure: Figure = { placemarks, seconds: round2(imp.seconds), per_second: Math.round(placemarks / imp.seconds), peak_rss_mib: imp.peakRssMib ?? NaN }
     results.figures[f('import')] = importFigure
@@ -835,7 +848,7 @@ async function mainScale (placemarks: number) {
       // Every folder of the KML is a layer of the KML driver: all are appended to one table, whose
       // id (the FID) numbers the features from 1 in the document's order. COPY, as GDAL advises for loads.
       const ogr = await runMeasured('ogr2ogr', ['--config', 'GDAL_SKIP', 'LIBKML', '--config', 'PG_USE_COPY', 'YES', '-f', 'PostgreSQL', `PG:dbname=${peerDbName}`, kml,
-        '-nln', 'placemarks', '-append', '-nlt', 'GEOMETRY', '-dim', 'XY', '-lco', 'GEOMETRY_NAME=geom', '-lco', 'FID=id'], pgEnv, children)
+        '-nln', 'placemarks', '-append', '-nlt', 'GEOMETRY', '-dim', 'XY', '-lco', 'GEOMETRY_NAME=geom', '-lco', 'FID=id'], pgEnv, track)
       if (ogr.code !== 0) throw new Error(`ogr2ogr failed: ${ogr.stderr.split('\n').filter((l) => !/being appended to|^\s*$|Layer creation options ignored/.test(l)).join('\n')}`)
       Object.assign(importFigure, { ogr2ogr_seconds: round2(ogr.seconds), ogr2ogr_peak_rss_mib: ogr.peakRssMib ?? NaN, vs_ogr2ogr: round2(ogr.seconds / imp.seconds) })
       log(`  ogr2ogr ${round2(ogr.seconds)} s, peak RSS ${ogr.peakRssMib} MiB`)
@@ -852,19 +865,20 @@ async function mainScale (placemarks: number) {
 
     log('starting our server (production settings) with the box index')
     const started = performance.now()
-    const index = await startProductionServer('ours, box index', DATABASE_URL, {}, children)
+    const index = await startProductionServer('ours, box index', DATABASE_URL, {}, track)
     const loaded = await waitForBoxIndex(index, started)
     if (index.child.pid) await settle(index.child.pid)
     const indexMemory = processMemory(index.child)
     log(`  ready in ${round2(index.readySeconds)} s; box index ${loaded.state} after ${round2(loaded.seconds)} s; RSS ${indexMemory?.rss_mib} MiB`)
     log('starting our server with BBOX_INDEX_MB=0 (the database path)')
-    const database = await startProductionServer('ours, database path', DATABASE_URL, { BBOX_INDEX_MB: '0' }, children)
+    const database = await startProductionServer('ours, database path', DATABASE_URL, { BBOX_INDEX_MB: '0' }, track)
     if (database.child.pid) await settle(database.child.pid)
     let peer: (Side & { child: ChildProcess; readySeconds: number }) | null = null
     if (!missing) {
+      if (track.stopped) throw new Error('interrupted')
       const peerStarted = performance.now()
       const { child, value } = await startProcess(['--import', 'tsx', 'bench/peers/postgis.ts', PEER_URL], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null))
-      children.add(child)
+      tracked(track, child)
       peer = { name: 'PostGIS peer', base: `http://127.0.0.1:${value}`, child, readySeconds: (performance.now() - peerStarted) / 1000 }
     }
     results.figures[f('start to ready')] = { seconds: round2(index.readySeconds), box_index: loaded.state, box_index_seconds: round2(loaded.seconds), database_path_seconds: round2(database.readySeconds), ...(peer ? { peer_seconds: round2(peer.readySeconds) } : {}) }
