@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { once } from 'node:events'
 import { request as httpRequest } from 'node:http'
 import { dirname, join, resolve } from 'node:path'
@@ -48,8 +48,9 @@ options:
                ST_Intersects), checks that all three give the same placemarks on 18 random city
                boxes and 4 boundary cases, then loads random city boxes in alternating turns (32
                connections): req/s, p50, p99, ratio to the peer. Without PostGIS or ogr2ogr the peer
-               is skipped with a line saying what to install. About 5 minutes for 1m on 2 cores;
-               10m needs some 15 GB of memory for ogr2ogr's KML driver and 4 GB of disk
+               is skipped with a line saying what to install. About 4 minutes for 1m on 2 cores;
+               10m takes some 14 GB of memory in ogr2ogr's KML driver (1.4 GB at 1m) and about
+               3 GB of disk for the KML alone
   --placemarks N  with --scale (or alone), N placemarks instead of the scale's count: a dry run
                at 100000 takes about a minute (the targets are judged at 1M and 10M only)
   --keep       keep the database afterwards (default: drop it; with --scale, both databases)
@@ -780,7 +781,8 @@ async function peerMissing (peerUrl: string): Promise<string | null> {
 async function mainScale (placemarks: number) {
   const label = scaleLabel(placemarks)
   const { duration, warmup, turns, turnSeconds } = timing()
-  results.settings = { placemarks, connections: CONNECTIONS, warmup_s: warmup, turns, turn_s: turnSeconds, duration_s: duration }
+  // The machine's load average (1 minute) at the start and the end: on a shared machine, what else ran.
+  results.settings = { placemarks, connections: CONNECTIONS, warmup_s: warmup, turns, turn_s: turnSeconds, duration_s: duration, load_average_start: round2(loadavg()[0]) }
   const stamp = Date.now().toString(36)
   const dbName = `bench_${stamp}`
   const peerDbName = `bench_${stamp}_postgis`
@@ -862,6 +864,9 @@ async function mainScale (placemarks: number) {
     }
     await quiesce(admin, dbName)
     if (!missing) await quiesce(admin, peerDbName)
+    const size = async (name: string) => Math.round(Number((await admin.query('SELECT pg_database_size($1) AS bytes', [name])).rows[0].bytes) / 1048576)
+    importFigure.database_mib = await size(dbName)
+    if (!missing) importFigure.ogr2ogr_database_mib = await size(peerDbName)
 
     log('starting our server (production settings) with the box index')
     const started = performance.now()
@@ -908,6 +913,7 @@ async function mainScale (placemarks: number) {
       ...(peer ? { peer_rss_mib: processMemory(peer.child)?.rss_mib ?? NaN } : {})
     }
   } finally {
+    results.settings.load_average_end = round2(loadavg()[0])
     await cleanup()
     process.removeListener('SIGINT', onSignal)
     process.removeListener('SIGTERM', onSignal)
@@ -939,7 +945,8 @@ function printScaleTable (label: string) {
   const others = results.checks.filter((c) => !shown.has(c.figure)).map((c) => `| ${c.figure} | ${JSON.stringify(results.figures[c.figure] ?? 'not measured')} | ${c.target} | ${c.pass ? 'PASS' : 'FAIL'} |`)
   if (others.length) console.log(['', '| figure | measured | target | result |', '|---|---|---|---|', ...others].join('\n'))
   const [kml, compared] = [fig('generated KML'), fig('answers compared')]
-  console.log(`\ngenerated KML: ${show(kml.mib, ' MiB')} in ${show(kml.seconds, ' s')}; answers compared before timing: ${show(compared.boxes)} boxes, ${show(compared.placemarks)} placemarks, the peer ${compared.with_peer === 'yes' ? 'included' : 'skipped'}`)
+  console.log(`\ngenerated KML: ${show(kml.mib, ' MiB')} in ${show(kml.seconds, ' s')}; databases after the loads: ours ${show(fig('import').database_mib, ' MiB')}, the peer's ${show(fig('import').ogr2ogr_database_mib, ' MiB')}; load average ${show(results.settings.load_average_start)} at the start, ${show(results.settings.load_average_end)} at the end (2 cores: above 2, other work shared the machine)`)
+  console.log(`answers compared before timing: ${show(compared.boxes)} boxes, ${show(compared.placemarks)} placemarks, the peer ${compared.with_peer === 'yes' ? 'included' : 'skipped'}`)
   const passed = results.checks.filter((c) => c.pass).length
   console.log(results.checks.length
     ? `\n${passed} of ${results.checks.length} targets of ${label} met; written: bench/results.json`
