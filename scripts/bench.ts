@@ -52,7 +52,7 @@ options:
                10m takes some 14 GB of memory in ogr2ogr's KML driver (1.4 GB at 1m) and about
                3 GB of disk for the KML alone
   --placemarks N  with --scale (or alone), N placemarks instead of the scale's count: a dry run
-               at 100000 takes about a minute (the targets are judged at 1M and 10M only)
+               at 100000 takes about a minute and a half (targets are judged at 1M and 10M only)
   --keep       keep the database afterwards (default: drop it; with --scale, both databases)
   -h, --help   show this help and exit
 
