@@ -8,7 +8,6 @@ type Db = Kysely<Database>
 export interface WindowQuery { guildId: string; since: number | null; until: number }
 
 const iso = (ms: number) => new Date(ms).toISOString()
-const count = (v: number | string) => Number(v)
 
 // The window's condition on activity_events (aliased e), index-friendly: no OR on a null since.
 function inWindow (w: { since: number | null; until: number }): RawBuilder<unknown> {
@@ -192,14 +191,32 @@ export async function shiftCounts (db: Db, q: Closed & { previousSince: number; 
 }
 
 // A member's counts over the window, as the suspicion score reads them, with who they are.
-export interface MemberCounts extends Omit<SuspicionCounts, 'newcomer'> {
+export interface MemberCounts extends SuspicionCounts {
   userId: string
   username: string
-  firstSeenAt: number
+  score: number
 }
 
-/** Per member with an event in the window: the counts the suspicion factors are made of. */
-export async function suspicionCounts (db: Db, q: WindowQuery): Promise<MemberCounts[]> {
+// The suspicion score of the counts t, m, d, rc, p, pm, rl, rf and nc (0 or 1) of a row, as SQL: the double
+// sum of the weighted factors rounded half up, unless its fraction is within 1e-9 of a half (the double is
+// then within some 1e-13 of the exact sum, but on the wrong side of it would round the wrong way): there
+// the exact sum of fractions over their common denominator, in numeric (exact integers of any size).
+const SCORE = `CASE WHEN abs(f - floor(f) - 0.5) > 1e-9 THEN floor(f + 0.5)::int ELSE div(
+    2 * (25 * t::numeric * bp * bm * brl + 20 * pm::numeric * atm * bm * brl + 20 * least(d, bm)::numeric * atm * bp * brl
+      + 10 * rf::numeric * atm * bp * bm + (3 * least(rc, 5) + 10 * nc)::numeric * atm * bp * bm * brl)
+    + atm::numeric * bp * bm * brl,
+    2 * atm::numeric * bp * bm * brl)::int END`
+const FLOAT_SUM = `(CASE WHEN t + m > 0 THEN 25 * t::float8 / (t + m) ELSE 0 END + CASE WHEN p > 0 THEN 20 * pm::float8 / p ELSE 0 END
+    + 20 * least(d, greatest(m, 1))::float8 / greatest(m, 1) + 3 * least(rc, 5) + CASE WHEN rl > 0 THEN 10 * rf::float8 / rl ELSE 0 END + 10 * nc)`
+
+/**
+ * The members with an event in the window (every row of the daily rollup, and every group of raw events,
+ * holds at least one event) whose suspicion score is at least minScore, by score desc then
+ * user id, at most `limit`, with the counts their factors are made of. The score is computed where the
+ * rows are (exactly, see SCORE), so only the answer's members leave the database; newcomers are the
+ * members whose first event ever falls in the window (none for an open window).
+ */
+export async function suspects (db: Db, q: WindowQuery & { minScore: number; limit: number }): Promise<MemberCounts[]> {
   const parts = memberParts(q.guildId, q, {
     t: ['typing_count', "count(*) FILTER (WHERE type = 'typing')"],
     m: ['message_count', "count(*) FILTER (WHERE type = 'message')"],
@@ -208,29 +225,48 @@ export async function suspicionCounts (db: Db, q: WindowQuery): Promise<MemberCo
     p: ['presence_count', "count(*) FILTER (WHERE type = 'presence')"],
     pm: ['multi_presence_count', "count(*) FILTER (WHERE type = 'presence' AND cardinality(clients) >= 2)"],
     rl: ['timed_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms IS NOT NULL)"],
-    rf: ['fast_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms < 3000)"],
-    n: ['event_count', 'count(*)']
+    rf: ['fast_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms < 3000)"]
   })
-  const { rows } = await sql<{ user_id: string; username: string; first: Date; t: number; m: number; d: number; rc: number; p: number; pm: number; rl: number; rf: number }>`
+  // A member's first event ever is in the window exactly when it is at or after since: they have one in it.
+  const newcomers = q.since === null
+    ? sql`SELECT NULL::text AS user_id WHERE false`
+    : sql`SELECT user_id FROM activity_users WHERE guild_id = ${q.guildId} AND first_seen_at >= ${iso(q.since)}::timestamptz`
+  const { rows } = await sql<{ user_id: string; username: string; score: number; nc: number; t: number; m: number; d: number; rc: number; p: number; pm: number; rl: number; rf: number }>`
     WITH w AS (
-      SELECT user_id, sum(t)::int AS t, sum(m)::int AS m, sum(d)::int AS d, sum(rc)::int AS rc, sum(p)::int AS p, sum(pm)::int AS pm,
-        sum(rl)::int AS rl, sum(rf)::int AS rf
-      FROM (${parts}) parts GROUP BY user_id HAVING sum(n) > 0
+      SELECT user_id, sum(t)::int8 AS t, sum(m)::int8 AS m, sum(d)::int8 AS d, sum(rc)::int8 AS rc, sum(p)::int8 AS p, sum(pm)::int8 AS pm,
+        sum(rl)::int8 AS rl, sum(rf)::int8 AS rf
+      FROM (${parts}) parts GROUP BY user_id
+    ), scored AS (
+      -- OFFSET 0 keeps each level's expressions computed once per member, not inlined into the next.
+      SELECT user_id, score, nc, t, m, d, rc, p, pm, rl, rf FROM (
+        SELECT y.*, ${sql.raw(SCORE)} AS score FROM (
+          SELECT x.*, ${sql.raw(FLOAT_SUM)} AS f FROM (
+            SELECT w.*, (nc.user_id IS NOT NULL)::int AS nc, greatest(w.t + w.m, 1) AS atm, greatest(w.p, 1) AS bp, greatest(w.m, 1) AS bm,
+              greatest(w.rl, 1) AS brl
+            FROM w LEFT JOIN (${newcomers}) nc ON nc.user_id = w.user_id OFFSET 0
+          ) x OFFSET 0
+        ) y OFFSET 0
+      ) z WHERE score >= ${q.minScore}
+    ), top AS (
+      SELECT * FROM scored ORDER BY score DESC, user_id LIMIT ${q.limit}
     )
-    SELECT w.*, u.username, u.first_seen_at AS first FROM w
-    JOIN activity_users u ON u.guild_id = ${q.guildId} AND u.user_id = w.user_id`.execute(db)
+    SELECT top.user_id, u.username, top.score, top.nc, top.t::int AS t, top.m::int AS m, top.d::int AS d, top.rc::int AS rc, top.p::int AS p,
+      top.pm::int AS pm, top.rl::int AS rl, top.rf::int AS rf
+    FROM top JOIN activity_users u ON u.guild_id = ${q.guildId} AND u.user_id = top.user_id
+    ORDER BY top.score DESC, top.user_id`.execute(db)
   return rows.map((r) => ({
     userId: r.user_id,
     username: r.username,
-    firstSeenAt: r.first.getTime(),
-    typing: count(r.t),
-    messages: count(r.m),
-    deletes: count(r.d),
-    roleChanges: count(r.rc),
-    presence: count(r.p),
-    multiClientPresence: count(r.pm),
-    reactionsWithLatency: count(r.rl),
-    fastReactions: count(r.rf)
+    score: r.score,
+    typing: r.t,
+    messages: r.m,
+    deletes: r.d,
+    roleChanges: r.rc,
+    presence: r.p,
+    multiClientPresence: r.pm,
+    reactionsWithLatency: r.rl,
+    fastReactions: r.rf,
+    newcomer: r.nc === 1
   }))
 }
 
