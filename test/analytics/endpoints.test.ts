@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 import { StandInIdp, type StandInGuild } from '../support/idp-server.ts'
 import type { ActivityEvent } from '../../lib/activity/event.ts'
-import { loadActivity } from '../../db/activity-load.ts'
+import { loadActivity, loadBatch } from '../../db/activity-load.ts'
 import { syntheticActivity } from '../../lib/activity/synthetic.ts'
 import { setRole } from '../../db/auth.ts'
 import { Oracle } from './oracle.ts'
@@ -41,8 +41,11 @@ t.test('analytics answers equal the answers computed from the raw events', async
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
   const handle = await openTestDatabase(t, 'postgres')
-  // Three loads, the later ones merging into the rollups the earlier ones made.
-  const summaries = [await loadActivity(handle, events.slice(0, 4000)), await loadActivity(handle, events.slice(4000, 7000)), await loadActivity(handle, events.slice(7000))]
+  // Loads merging into the rollups the earlier ones made: two through the staging table, the rest in the
+  // ingestion API's batches (one of them sent twice: the second time, all duplicates).
+  const summaries = [await loadActivity(handle, events.slice(0, 4000)), await loadActivity(handle, events.slice(4000, 7000))]
+  for (let i = 7000; i < events.length; i += 1000) summaries.push(await loadBatch(handle, events.slice(i, i + 1000)))
+  t.match(await loadBatch(handle, events.slice(7000, 8000)), { events: 0, duplicates: 1000 }, 'a batch sent again stores nothing')
   t.equal(summaries.reduce((n, s) => n + s.events, 0), events.length)
   for (const type of ['message', 'typing', 'message_delete', 'reaction', 'presence', 'role_change', 'join', 'leave']) {
     t.ok(summaries.reduce((n, s) => n + (s.types[type] ?? 0), 0) > 0, `the data has ${type} events`)
