@@ -81,8 +81,14 @@ function rollupStatements (source: string, empty: { daily: boolean; users: boole
       FROM ${source} GROUP BY 1, 2, 3
       ${empty.daily ? '' : `ORDER BY 1, 2, 3 ON CONFLICT (guild_id, day, user_id) DO UPDATE SET ${DAILY.map(mergeDaily).join(', ')}`}`, `
       INSERT INTO activity_member_clients AS m (guild_id, user_id, client, first_seen_at)
-      SELECT l.guild_id, l.user_id, c.client, min(l.created_at) FROM ${source} l CROSS JOIN LATERAL unnest(l.clients) AS c(client)
-      WHERE l.type = 'presence' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+      SELECT * FROM (
+        SELECT l.guild_id, l.user_id, c.client, min(l.created_at) AS first FROM ${source} l CROSS JOIN LATERAL unnest(l.clients) AS c(client)
+        WHERE l.type = 'presence' GROUP BY 1, 2, 3
+      ) f
+      -- Read, not merged, when nothing changes: a merge that changes nothing still locks (and logs) the row.
+      WHERE NOT EXISTS (SELECT 1 FROM activity_member_clients k
+        WHERE k.guild_id = f.guild_id AND k.user_id = f.user_id AND k.client = f.client AND k.first_seen_at <= f.first)
+      ORDER BY 1, 2, 3
       ON CONFLICT (guild_id, user_id, client) DO UPDATE SET first_seen_at = EXCLUDED.first_seen_at
         WHERE EXCLUDED.first_seen_at < m.first_seen_at`, `
       INSERT INTO activity_channel_quarters AS q (guild_id, quarter, channel_id, message_count, typing_count)
