@@ -65,6 +65,56 @@ const DAILY: [column: string, aggregate: string, merge: 'sum' | 'or' | 'max'][] 
 const mergeDaily = ([column, , merge]: typeof DAILY[number]) =>
   merge === 'sum' ? `${column} = d.${column} + EXCLUDED.${column}` : merge === 'or' ? `${column} = d.${column} | EXCLUDED.${column}` : `${column} = greatest(d.${column}, EXCLUDED.${column})`
 
+/**
+ * The statements that merge a load's stored events (the relation `source`: its STAGE_COLUMNS) into every
+ * rollup: activity_daily per guild, UTC day and member; a member's first presence listing each client;
+ * message and typing events per channel and quarter hour; per member the username of their latest event
+ * (of events at the same instant, the one stored last), first and last event, first presence and totals.
+ * Upserts go in key order, like the index; inserts into a table without indexes (`empty`) need no order.
+ * A merge that would change nothing (a client seen earlier already, a member's older events of no count)
+ * writes nothing: no new row version, no WAL.
+ */
+function rollupStatements (source: string, empty: { daily: boolean; users: boolean }): string[] {
+  return [`
+      INSERT INTO activity_daily AS d (guild_id, day, user_id, ${DAILY.map(([c]) => c).join(', ')})
+      SELECT guild_id, (created_at AT TIME ZONE 'UTC')::date, user_id, ${DAILY.map(([, a]) => a).join(', ')}
+      FROM ${source} GROUP BY 1, 2, 3
+      ${empty.daily ? '' : `ORDER BY 1, 2, 3 ON CONFLICT (guild_id, day, user_id) DO UPDATE SET ${DAILY.map(mergeDaily).join(', ')}`}`, `
+      INSERT INTO activity_member_clients AS m (guild_id, user_id, client, first_seen_at)
+      SELECT * FROM (
+        SELECT l.guild_id, l.user_id, c.client, min(l.created_at) AS first FROM ${source} l CROSS JOIN LATERAL unnest(l.clients) AS c(client)
+        WHERE l.type = 'presence' GROUP BY 1, 2, 3
+      ) f
+      -- Read, not merged, when nothing changes: a merge that changes nothing still locks (and logs) the row.
+      WHERE NOT EXISTS (SELECT 1 FROM activity_member_clients k
+        WHERE k.guild_id = f.guild_id AND k.user_id = f.user_id AND k.client = f.client AND k.first_seen_at <= f.first)
+      ORDER BY 1, 2, 3
+      ON CONFLICT (guild_id, user_id, client) DO UPDATE SET first_seen_at = EXCLUDED.first_seen_at
+        WHERE EXCLUDED.first_seen_at < m.first_seen_at`, `
+      INSERT INTO activity_channel_quarters AS q (guild_id, quarter, channel_id, message_count, typing_count)
+      SELECT guild_id, date_bin('15 minutes', created_at, '2000-01-01T00:00:00Z'), channel_id,
+        count(*) FILTER (WHERE type = 'message'), count(*) FILTER (WHERE type = 'typing')
+      FROM ${source} WHERE type IN ('message', 'typing') GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+      ON CONFLICT (guild_id, quarter, channel_id) DO UPDATE SET
+        message_count = q.message_count + EXCLUDED.message_count, typing_count = q.typing_count + EXCLUDED.typing_count`, `
+      INSERT INTO activity_users AS u (guild_id, user_id, username, last_seen_at, first_seen_at, first_presence_at, typing_count, message_count)
+      SELECT guild_id, user_id, (array_agg(username ORDER BY created_at DESC, ord DESC))[1], max(created_at), min(created_at),
+        min(created_at) FILTER (WHERE type = 'presence'), count(*) FILTER (WHERE type = 'typing'), count(*) FILTER (WHERE type = 'message')
+      FROM ${source} GROUP BY 1, 2
+      ${empty.users
+? ''
+: `ORDER BY 1, 2 ON CONFLICT (guild_id, user_id) DO UPDATE SET
+        typing_count = u.typing_count + EXCLUDED.typing_count,
+        message_count = u.message_count + EXCLUDED.message_count,
+        username = CASE WHEN EXCLUDED.last_seen_at >= u.last_seen_at THEN EXCLUDED.username ELSE u.username END,
+        last_seen_at = greatest(u.last_seen_at, EXCLUDED.last_seen_at),
+        first_seen_at = least(u.first_seen_at, EXCLUDED.first_seen_at),
+        first_presence_at = least(u.first_presence_at, EXCLUDED.first_presence_at)
+      WHERE EXCLUDED.typing_count > 0 OR EXCLUDED.message_count > 0 OR EXCLUDED.last_seen_at >= u.last_seen_at
+        OR EXCLUDED.first_seen_at < u.first_seen_at
+        OR (EXCLUDED.first_presence_at IS NOT NULL AND (u.first_presence_at IS NULL OR EXCLUDED.first_presence_at < u.first_presence_at))`}`]
+}
+
 const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
 
 /**
@@ -190,40 +240,7 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
 
     await client.query(`INSERT INTO activity_events (${STORED_COLUMNS.join(', ')})
       SELECT ${STORED_COLUMNS.join(', ')} FROM load_events ORDER BY ord`)
-    // Upserts go in key order, like the index; inserts into a table without indexes need no order.
-    await client.query(`
-      INSERT INTO activity_daily AS d (guild_id, day, user_id, ${DAILY.map(([c]) => c).join(', ')})
-      SELECT guild_id, (created_at AT TIME ZONE 'UTC')::date, user_id, ${DAILY.map(([, a]) => a).join(', ')}
-      FROM load_events GROUP BY 1, 2, 3
-      ${empty.daily ? '' : `ORDER BY 1, 2, 3 ON CONFLICT (guild_id, day, user_id) DO UPDATE SET ${DAILY.map(mergeDaily).join(', ')}`}`)
-    // A member's first presence listing each client; message and typing events per channel and quarter hour.
-    await client.query(`
-      INSERT INTO activity_member_clients AS m (guild_id, user_id, client, first_seen_at)
-      SELECT l.guild_id, l.user_id, c.client, min(l.created_at) FROM load_events l CROSS JOIN LATERAL unnest(l.clients) AS c(client)
-      WHERE l.type = 'presence' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-      ON CONFLICT (guild_id, user_id, client) DO UPDATE SET first_seen_at = least(m.first_seen_at, EXCLUDED.first_seen_at)`)
-    await client.query(`
-      INSERT INTO activity_channel_quarters AS q (guild_id, quarter, channel_id, message_count, typing_count)
-      SELECT guild_id, date_bin('15 minutes', created_at, '2000-01-01T00:00:00Z'), channel_id,
-        count(*) FILTER (WHERE type = 'message'), count(*) FILTER (WHERE type = 'typing')
-      FROM load_events WHERE type IN ('message', 'typing') GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-      ON CONFLICT (guild_id, quarter, channel_id) DO UPDATE SET
-        message_count = q.message_count + EXCLUDED.message_count, typing_count = q.typing_count + EXCLUDED.typing_count`)
-    // The username of the member's latest event; of events at the same instant, the one stored last.
-    await client.query(`
-      INSERT INTO activity_users AS u (guild_id, user_id, username, last_seen_at, first_seen_at, first_presence_at, typing_count, message_count)
-      SELECT guild_id, user_id, (array_agg(username ORDER BY created_at DESC, ord DESC))[1], max(created_at), min(created_at),
-        min(created_at) FILTER (WHERE type = 'presence'), count(*) FILTER (WHERE type = 'typing'), count(*) FILTER (WHERE type = 'message')
-      FROM load_events GROUP BY 1, 2
-      ${empty.users
-? ''
-: `ORDER BY 1, 2 ON CONFLICT (guild_id, user_id) DO UPDATE SET
-        typing_count = u.typing_count + EXCLUDED.typing_count,
-        message_count = u.message_count + EXCLUDED.message_count,
-        username = CASE WHEN EXCLUDED.last_seen_at >= u.last_seen_at THEN EXCLUDED.username ELSE u.username END,
-        last_seen_at = greatest(u.last_seen_at, EXCLUDED.last_seen_at),
-        first_seen_at = least(u.first_seen_at, EXCLUDED.first_seen_at),
-        first_presence_at = least(u.first_presence_at, EXCLUDED.first_presence_at)`}`)
+    for (const statement of rollupStatements('load_events', empty)) await client.query(statement)
     if (rebuild.length) {
       await client.query("SET LOCAL maintenance_work_mem = '512MB'")
       for (const statement of rebuild) await client.query(statement)
@@ -254,6 +271,84 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
     sink?.abort()
     const rolledBack = await client.query('ROLLBACK').then(() => true, () => false)
     // A connection that could not even roll back is not given back to the pool.
+    client.release(rolledBack ? undefined : true)
+    throw err
+  }
+}
+
+// A stored event's values as the arrays of one batch statement, by STAGE_COLUMNS position, with their SQL array types.
+const BATCH_TYPES = ['int8', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'text', 'int4', 'text', 'text', 'text', 'text']
+
+/**
+ * Loads a batch of events (the ingestion API's: up to a thousand or so) with the same result as
+ * loadActivity, all or nothing, in one statement after the load lock: the events go in as one array
+ * per column, duplicates are dropped, the rest are stored and merged into every rollup, and their
+ * guilds are announced, without a staging table, a COPY or a round trip per step. Loads still run one at
+ * a time: the lock is taken first, so the statement's snapshot sees every load committed before it and
+ * the duplicate check is exact. PGlite loads through loadActivity.
+ */
+export async function loadBatch (handle: DatabaseHandle, events: readonly ActivityEvent[]): Promise<LoadSummary> {
+  if (handle.kind !== 'postgres') return loadActivity(handle, events, { analyze: false })
+  const started = performance.now()
+  const columns: unknown[][] = STAGE_COLUMNS.map(() => new Array(events.length))
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]
+    columns[0][i] = i + 1; columns[1][i] = e.guildId; columns[2][i] = e.channelId ?? null; columns[3][i] = e.userId
+    columns[4][i] = e.username; columns[5][i] = e.type; columns[6][i] = canonicalInstant(e.createdAt); columns[7][i] = e.id ?? null
+    columns[8][i] = e.latencyMs ?? null; columns[9][i] = e.status ?? null
+    // Clients as an array literal per event (known names, nothing to quote): arrays of arrays must be rectangular.
+    columns[10][i] = e.type === 'presence' ? `{${(e.clients ?? []).join(',')}}` : null
+    columns[11][i] = e.roleId ?? null; columns[12][i] = e.change ?? null
+  }
+  const unnest = STAGE_COLUMNS.map((_, i) => `$${i + 1}::${BATCH_TYPES[i]}[]`).join(', ')
+  const rollups = rollupStatements('fresh', { daily: false, users: false }).map((statement, i) => `r${i} AS (${statement})`).join(',\n')
+  const client = await handle.pool.connect()
+  try {
+    await client.query('BEGIN')
+    await client.query('SELECT pg_advisory_xact_lock($1)', [LOAD_LOCK])
+    const { rows: [s] } = await client.query<{ events: number; duplicates: number; guilds: number; users: number; days: number; types: Record<string, number> | null; announced: number }>(`
+      WITH input AS MATERIALIZED (
+        SELECT ord, guild_id COLLATE "C" AS guild_id, channel_id COLLATE "C" AS channel_id, user_id COLLATE "C" AS user_id, username, type,
+          created_at, event_id COLLATE "C" AS event_id, latency_ms, status, clients::text[] AS clients, role_id COLLATE "C" AS role_id, change
+        FROM unnest(${unnest}) AS l(${STAGE_COLUMNS.join(', ')})
+      ),
+      fresh AS MATERIALIZED (
+        -- Events without id; of an id, its first copy within the batch, unless the guild has it already.
+        SELECT ${STAGE_COLUMNS.join(', ')} FROM (
+          SELECT l.*, row_number() OVER (PARTITION BY l.guild_id, l.event_id ORDER BY l.ord) AS copy FROM input l
+        ) l
+        WHERE l.event_id IS NULL OR (l.copy = 1 AND NOT EXISTS (SELECT 1 FROM activity_events e WHERE e.guild_id = l.guild_id AND e.event_id = l.event_id))
+      ),
+      stored AS (
+        INSERT INTO activity_events (${STORED_COLUMNS.join(', ')})
+        SELECT ${STORED_COLUMNS.join(', ')} FROM fresh ORDER BY ord
+      ),
+      ${rollups},
+      announced AS (SELECT emit_change('activity', guild_id) FROM (SELECT DISTINCT guild_id FROM fresh) g)
+      SELECT count(*)::int AS events, (SELECT count(*) FROM input)::int - count(*)::int AS duplicates,
+        count(DISTINCT guild_id)::int AS guilds, count(DISTINCT user_id)::int AS users,
+        count(DISTINCT (created_at AT TIME ZONE 'UTC')::date)::int AS days,
+        (SELECT json_object_agg(type, n) FROM (SELECT type, count(*)::int AS n FROM fresh GROUP BY type) t) AS types,
+        (SELECT count(*) FROM announced)::int AS announced
+      FROM fresh`, columns)
+    await client.query('COMMIT')
+    client.release()
+    const types = s.types ?? {}
+    const seconds = (performance.now() - started) / 1000
+    return {
+      events: s.events,
+      duplicates: s.duplicates,
+      typing: types.typing ?? 0,
+      messages: types.message ?? 0,
+      types,
+      guilds: s.guilds,
+      users: s.users,
+      days: s.days,
+      seconds,
+      eventsPerSecond: seconds > 0 ? Math.round(events.length / seconds) : events.length
+    }
+  } catch (err) {
+    const rolledBack = await client.query('ROLLBACK').then(() => true, () => false)
     client.release(rolledBack ? undefined : true)
     throw err
   }

@@ -8,7 +8,6 @@ type Db = Kysely<Database>
 export interface WindowQuery { guildId: string; since: number | null; until: number }
 
 const iso = (ms: number) => new Date(ms).toISOString()
-const count = (v: number | string) => Number(v)
 
 // The window's condition on activity_events (aliased e), index-friendly: no OR on a null since.
 function inWindow (w: { since: number | null; until: number }): RawBuilder<unknown> {
@@ -46,18 +45,43 @@ const edgeCondition = (edges: [number, number][]) =>
  * of the partial days at the edges. `columns` names each output column with its expression over the
  * rollup and its aggregate over raw events.
  */
-function memberParts (guildId: string, w: { since: number | null; until: number }, columns: Record<string, [daily: string, raw: string]>): RawBuilder<unknown> {
+function memberParts (guildId: string, w: { since: number | null; until: number }, columns: Record<string, [daily: string, raw: string]>,
+  only?: [daily: string, raw: string]): RawBuilder<unknown> {
   const { whole, edges } = splitWindow(w.since, w.until, DAY)
   const list = (i: 0 | 1) => sql.raw(Object.entries(columns).map(([name, exprs]) => `${exprs[i]} AS ${name}`).join(', '))
   const pieces: RawBuilder<unknown>[] = []
   if (whole) {
     const from = whole.from === null ? sql`` : sql`AND day >= ${day(whole.from)}::date`
-    pieces.push(sql`SELECT user_id, ${list(0)} FROM activity_daily WHERE guild_id = ${guildId} ${from} AND day < ${day(whole.to)}::date`)
+    const rows = only ? sql.raw(`AND ${only[0]}`) : sql``
+    pieces.push(sql`SELECT user_id, ${list(0)} FROM activity_daily WHERE guild_id = ${guildId} ${from} AND day < ${day(whole.to)}::date ${rows}`)
   }
   if (edges.length > 0) {
-    pieces.push(sql`SELECT e.user_id, ${list(1)} FROM activity_events e WHERE e.guild_id = ${guildId} AND (${edgeCondition(edges)}) GROUP BY e.user_id`)
+    const rows = only ? sql.raw(`AND ${only[1]}`) : sql``
+    pieces.push(sql`SELECT e.user_id, ${list(1)} FROM activity_events e WHERE e.guild_id = ${guildId} AND (${edgeCondition(edges)}) ${rows} GROUP BY e.user_id`)
   }
   return sql.join(pieces, sql` UNION ALL `)
+}
+
+/**
+ * Runs the queries of fn in a transaction without parallel workers and with room to aggregate in memory.
+ * The routes that group a large guild's window by member (tens of thousands of members from the daily
+ * rollup) are misjudged by the planner, which guesses a few hundred groups: it picks parallel workers (on a
+ * small machine they compete with the rest of the work; the answer's p99 doubles) and a sort by member
+ * that spills to disk, where one hash aggregate in memory is fastest.
+ */
+async function grouping<T> (db: Db, fn: (trx: Db) => Promise<T>): Promise<T> {
+  return db.connection().execute(async (conn) => {
+    // One round trip (no parameters: the simple protocol, several statements) before the query, one after.
+    await sql`BEGIN; SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL work_mem = '32MB'`.execute(conn)
+    try {
+      const result = await fn(conn)
+      await sql`COMMIT`.execute(conn)
+      return result
+    } catch (err) {
+      await sql`ROLLBACK`.execute(conn).catch(() => {})
+      throw err
+    }
+  })
 }
 
 export interface Lurker { userId: string; username: string; presenceCount: number; lastPresenceAt: string }
@@ -137,16 +161,18 @@ const MASK = `coalesce(bit_or((CASE WHEN 'desktop' = ANY(clients) THEN 1 ELSE 0 
 /** Distinct members per client in the window and in the previous window (previousSince .. since). */
 export async function clientUsers (db: Db, q: Closed & { previousSince: number }): Promise<Map<string, { users: number; previousUsers: number }>> {
   const mask: Record<string, [string, string]> = { mask: ['client_mask::int', MASK] }
-  const current = memberParts(q.guildId, q, mask)
-  const previous = memberParts(q.guildId, { since: Math.max(q.previousSince, MIN_INSTANT), until: q.since }, mask)
-  const { rows } = await sql<{ w: string; desktop: number; web: number; mobile: number }>`
+  // Only days and events with a presence can list a client.
+  const presence: [string, string] = ['client_mask <> 0', "e.type = 'presence'"]
+  const current = memberParts(q.guildId, q, mask, presence)
+  const previous = memberParts(q.guildId, { since: Math.max(q.previousSince, MIN_INSTANT), until: q.since }, mask, presence)
+  const { rows } = await grouping(db, (trx) => sql<{ w: string; desktop: number; web: number; mobile: number }>`
     WITH cur AS (SELECT user_id, bit_or(mask) AS mask FROM (${current}) c GROUP BY user_id),
       prev AS (SELECT user_id, bit_or(mask) AS mask FROM (${previous}) p GROUP BY user_id)
     SELECT 'cur' AS w, count(*) FILTER (WHERE mask & 1 <> 0)::int AS desktop, count(*) FILTER (WHERE mask & 2 <> 0)::int AS web,
       count(*) FILTER (WHERE mask & 4 <> 0)::int AS mobile FROM cur
     UNION ALL
     SELECT 'prev', count(*) FILTER (WHERE mask & 1 <> 0)::int, count(*) FILTER (WHERE mask & 2 <> 0)::int,
-      count(*) FILTER (WHERE mask & 4 <> 0)::int FROM prev`.execute(db)
+      count(*) FILTER (WHERE mask & 4 <> 0)::int FROM prev`.execute(trx))
   const cur = rows.find((r) => r.w === 'cur')!
   const prev = rows.find((r) => r.w === 'prev')!
   return new Map((['desktop', 'web', 'mobile'] as const).map((c) => [c, { users: cur[c], previousUsers: prev[c] }]))
@@ -172,12 +198,13 @@ export interface ShiftCounts { userId: string; username: string; current: number
 /** Message + typing events per member in the window and the previous one, members with current + previous >= minEvents, by |current - previous| desc. */
 export async function shiftCounts (db: Db, q: Closed & { previousSince: number; minEvents: number; limit: number }): Promise<ShiftCounts[]> {
   const events = "count(*) FILTER (WHERE type IN ('message', 'typing'))"
-  const current = memberParts(q.guildId, q, { c: ['typing_count + message_count', events], p: ['0', '0'] })
-  const previous = memberParts(q.guildId, { since: Math.max(q.previousSince, MIN_INSTANT), until: q.since }, { c: ['0', '0'], p: ['typing_count + message_count', events] })
+  // Only days and events with a message or typing count.
+  const counted: [string, string] = ['typing_count + message_count > 0', "e.type IN ('message', 'typing')"]
+  const current = memberParts(q.guildId, q, { c: ['typing_count + message_count', events], p: ['0', '0'] }, counted)
+  const previous = memberParts(q.guildId, { since: Math.max(q.previousSince, MIN_INSTANT), until: q.since }, { c: ['0', '0'], p: ['typing_count + message_count', events] }, counted)
   // The planner guesses 200 members for the two windows' union and picks a parallel sort-and-merge plan, twice
-  // as slow as one hash aggregate over the tens of thousands of members of a large guild: no parallel workers here.
-  const { rows } = await db.transaction().execute(async (trx) => {
-    await sql`SET LOCAL max_parallel_workers_per_gather = 0`.execute(trx)
+  // as slow as one hash aggregate over the tens of thousands of members of a large guild.
+  const { rows } = await grouping(db, (trx) => {
     return sql<{ user_id: string; username: string; c: number; p: number }>`
       WITH w AS (
         SELECT user_id, sum(c) AS c, sum(p) AS p FROM (${current} UNION ALL ${previous}) parts
@@ -192,14 +219,36 @@ export async function shiftCounts (db: Db, q: Closed & { previousSince: number; 
 }
 
 // A member's counts over the window, as the suspicion score reads them, with who they are.
-export interface MemberCounts extends Omit<SuspicionCounts, 'newcomer'> {
+export interface MemberCounts extends SuspicionCounts {
   userId: string
   username: string
-  firstSeenAt: number
+  score: number
 }
 
-/** Per member with an event in the window: the counts the suspicion factors are made of. */
-export async function suspicionCounts (db: Db, q: WindowQuery): Promise<MemberCounts[]> {
+// The suspicion score as SQL, from a member's counts t, m, d, rc, p, pm, rl, rf and nc (0 or 1) and `f`, the
+// double sum of the weighted factors but newcomer (an integer 0 or 10, which moves no fraction): that sum
+// rounded half up, unless its fraction is within 1e-9 of a half (the double is within some 1e-13 of the
+// exact sum, but on the wrong side of the half it would round the wrong way): there the exact sum of the
+// fractions over their common denominator, in numeric (exact integers of any size).
+const SCORE = `CASE WHEN abs(f - floor(f) - 0.5) > 1e-9 THEN floor(f + 0.5)::int + 10 * nc ELSE div(
+    2 * (25 * t::numeric * bp * bm * brl + 20 * pm::numeric * atm * bm * brl + 20 * least(d, bm)::numeric * atm * bp * brl
+      + 10 * rf::numeric * atm * bp * bm + (3 * least(rc, 5) + 10 * nc)::numeric * atm * bp * bm * brl)
+    + atm::numeric * bp * bm * brl,
+    2 * atm::numeric * bp * bm * brl)::int END`
+// The double sum of the factors but newcomer, over a member's summed counts.
+const FLOAT_SUM = `CASE WHEN sum(t) + sum(m) > 0 THEN 25 * sum(t)::float8 / (sum(t) + sum(m)) ELSE 0 END
+    + CASE WHEN sum(p) > 0 THEN 20 * sum(pm)::float8 / sum(p) ELSE 0 END
+    + 20 * least(sum(d), greatest(sum(m), 1))::float8 / greatest(sum(m), 1) + 3 * least(sum(rc), 5)
+    + CASE WHEN sum(rl) > 0 THEN 10 * sum(rf)::float8 / sum(rl) ELSE 0 END`
+
+/**
+ * The members with an event in the window (every row of the daily rollup, and every group of raw events,
+ * holds at least one event) whose suspicion score is at least minScore, by score desc then
+ * user id, at most `limit`, with the counts their factors are made of. The score is computed where the
+ * rows are (exactly, see SCORE), so only the answer's members leave the database; newcomers are the
+ * members whose first event ever falls in the window (none for an open window).
+ */
+export async function suspects (db: Db, q: WindowQuery & { minScore: number; limit: number }): Promise<MemberCounts[]> {
   const parts = memberParts(q.guildId, q, {
     t: ['typing_count', "count(*) FILTER (WHERE type = 'typing')"],
     m: ['message_count', "count(*) FILTER (WHERE type = 'message')"],
@@ -208,29 +257,46 @@ export async function suspicionCounts (db: Db, q: WindowQuery): Promise<MemberCo
     p: ['presence_count', "count(*) FILTER (WHERE type = 'presence')"],
     pm: ['multi_presence_count', "count(*) FILTER (WHERE type = 'presence' AND cardinality(clients) >= 2)"],
     rl: ['timed_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms IS NOT NULL)"],
-    rf: ['fast_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms < 3000)"],
-    n: ['event_count', 'count(*)']
+    rf: ['fast_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms < 3000)"]
   })
-  const { rows } = await sql<{ user_id: string; username: string; first: Date; t: number; m: number; d: number; rc: number; p: number; pm: number; rl: number; rf: number }>`
+  // A member's first event ever is in the window exactly when it is at or after since: they have one in it.
+  const newcomers = q.since === null
+    ? sql`SELECT NULL::text AS user_id WHERE false`
+    : sql`SELECT user_id FROM activity_users WHERE guild_id = ${q.guildId} AND first_seen_at >= ${iso(q.since)}::timestamptz`
+  const { rows } = await grouping(db, (trx) => sql<{ user_id: string; username: string; score: number; nc: number; t: number; m: number; d: number; rc: number; p: number; pm: number; rl: number; rf: number }>`
     WITH w AS (
-      SELECT user_id, sum(t)::int AS t, sum(m)::int AS m, sum(d)::int AS d, sum(rc)::int AS rc, sum(p)::int AS p, sum(pm)::int AS pm,
-        sum(rl)::int AS rl, sum(rf)::int AS rf
-      FROM (${parts}) parts GROUP BY user_id HAVING sum(n) > 0
+      SELECT user_id, sum(t)::int8 AS t, sum(m)::int8 AS m, sum(d)::int8 AS d, sum(rc)::int8 AS rc, sum(p)::int8 AS p, sum(pm)::int8 AS pm,
+        sum(rl)::int8 AS rl, sum(rf)::int8 AS rf, ${sql.raw(FLOAT_SUM)} AS f,
+        greatest(sum(t) + sum(m), 1) AS atm, greatest(sum(p), 1) AS bp, greatest(sum(m), 1) AS bm, greatest(sum(rl), 1) AS brl
+      FROM (${parts}) parts GROUP BY user_id
+    ), scored AS (
+      SELECT * FROM (
+        SELECT user_id, t, m, d, rc, p, pm, rl, rf, nc, ${sql.raw(SCORE)} AS score FROM (
+          SELECT w.*, (w.user_id IN (${newcomers}))::int AS nc FROM w OFFSET 0
+        ) n
+        -- OFFSET 0: not flattened into the next level, so that each is computed once per member.
+        OFFSET 0
+      ) x WHERE score >= ${q.minScore}
+    ), top AS (
+      SELECT * FROM scored ORDER BY score DESC, user_id LIMIT ${q.limit}
     )
-    SELECT w.*, u.username, u.first_seen_at AS first FROM w
-    JOIN activity_users u ON u.guild_id = ${q.guildId} AND u.user_id = w.user_id`.execute(db)
+    SELECT top.user_id, u.username, top.score, top.nc, top.t::int AS t, top.m::int AS m, top.d::int AS d, top.rc::int AS rc, top.p::int AS p,
+      top.pm::int AS pm, top.rl::int AS rl, top.rf::int AS rf
+    FROM top JOIN activity_users u ON u.guild_id = ${q.guildId} AND u.user_id = top.user_id
+    ORDER BY top.score DESC, top.user_id`.execute(trx))
   return rows.map((r) => ({
     userId: r.user_id,
     username: r.username,
-    firstSeenAt: r.first.getTime(),
-    typing: count(r.t),
-    messages: count(r.m),
-    deletes: count(r.d),
-    roleChanges: count(r.rc),
-    presence: count(r.p),
-    multiClientPresence: count(r.pm),
-    reactionsWithLatency: count(r.rl),
-    fastReactions: count(r.rf)
+    score: r.score,
+    typing: r.t,
+    messages: r.m,
+    deletes: r.d,
+    roleChanges: r.rc,
+    presence: r.p,
+    multiClientPresence: r.pm,
+    reactionsWithLatency: r.rl,
+    fastReactions: r.rf,
+    newcomer: r.nc === 1
   }))
 }
 

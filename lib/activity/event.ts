@@ -1,4 +1,5 @@
 import { parseInstant } from './instant.ts'
+import { isCanonical } from './rollup.ts'
 
 export const ACTIVITY_TYPES = ['message', 'typing', 'message_delete', 'reaction', 'presence', 'role_change', 'join', 'leave'] as const
 export type ActivityType = typeof ACTIVITY_TYPES[number]
@@ -81,7 +82,8 @@ export function validateActivityEvent (value: unknown): ActivityEvent | string {
     guildId: o.guildId as string,
     userId: o.userId as string,
     username: o.username as string,
-    createdAt: new Date(at).toISOString()
+    // A createdAt already in toISOString()'s form (parsed above, so its fields are valid) is kept as it is.
+    createdAt: isCanonical(o.createdAt as string) ? o.createdAt as string : new Date(at).toISOString()
   }
   if (o.id !== undefined) event.id = o.id as string
   if (o.channelId !== undefined) event.channelId = o.channelId as string

@@ -49,6 +49,7 @@ export function parseInstant (text: string, rules: InstantRules): number | null 
 const inRange = (ms: number): number | null => (ms >= MIN_INSTANT && ms <= MAX_INSTANT ? ms : null)
 
 function utc (year: number, month: number, day: number, hour: number, minute: number, second: number, ms: number): number {
+  if (year >= 100) return Date.UTC(year, month - 1, day, hour, minute, second, ms)
   const date = new Date(Date.UTC(2000, month - 1, day, hour, minute, second, ms))
   // Date.UTC maps years 0..99 to 1900..1999; setting the year afterwards keeps it literal.
   date.setUTCFullYear(year)

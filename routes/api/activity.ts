@@ -7,7 +7,7 @@ import { requiredDurationMs } from '../../lib/duration.ts'
 import { validateActivityEvent, type ActivityEvent } from '../../lib/activity/event.ts'
 import { hashApiKey, looksLikeApiKey } from '../../lib/auth/api-keys.ts'
 import { useApiKey } from '../../db/api-keys.ts'
-import { loadActivity } from '../../db/activity-load.ts'
+import { loadBatch } from '../../db/activity-load.ts'
 
 export const MAX_BODY_BYTES = 1024 * 1024
 const MAX_EVENTS = 1000
@@ -143,7 +143,7 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
     }
     const foreign = events.find((e) => !key.guildIds.includes(e.guildId))
     if (foreign) throw new HttpError(403, `This API key may not send events of guild ${foreign.guildId}`)
-    const summary = await loadActivity(app.dbHandle, events, { analyze: false })
+    const summary = await loadBatch(app.dbHandle, events)
     return { accepted: summary.events, duplicates: summary.duplicates }
   })
 }

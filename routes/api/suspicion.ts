@@ -1,8 +1,8 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { answer } from '../../schemas/common.ts'
 import { analyticsErrors, echo, rules, userId, username, windowQuery } from '../../schemas/analytics.ts'
-import { compareBytes, suspicion } from '../../lib/activity/analytics.ts'
-import { suspicionCounts } from '../../db/analytics.ts'
+import { suspicion } from '../../lib/activity/analytics.ts'
+import { suspects } from '../../db/analytics.ts'
 
 const factor = (description: string, example: number) => Type.Number({ minimum: 0, maximum: 1, description, examples: [example] })
 const Factors = Type.Object({
@@ -57,13 +57,12 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => {
     const { guildId, limit = 100, minScore = 1 } = request.query
     const w = await app.analyticsWindow(request, request.query)
-    const rows = await suspicionCounts(app.db, { guildId, ...w })
+    // Scored, filtered, sorted and cut in the database; the factors of the answer's members echoed from their counts.
+    const rows = await suspects(app.db, { guildId, ...w, minScore, limit })
     const members = rows.map((r) => {
-      const newcomer = w.since !== null && r.firstSeenAt >= w.since && r.firstSeenAt < w.until
-      return { userId: r.userId, username: r.username, ...suspicion({ ...r, newcomer }) }
-    }).filter((m) => m.score >= minScore)
-      .sort((a, b) => b.score - a.score || compareBytes(a.userId, b.userId))
-      .slice(0, limit)
+      const { factors } = suspicion(r)
+      return { userId: r.userId, username: r.username, score: r.score, factors }
+    })
     return { guildId, since: w.since === null ? null : new Date(w.since).toISOString(), until: new Date(w.until).toISOString(), members }
   })
 }

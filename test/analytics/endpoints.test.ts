@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 import { StandInIdp, type StandInGuild } from '../support/idp-server.ts'
 import type { ActivityEvent } from '../../lib/activity/event.ts'
-import { loadActivity } from '../../db/activity-load.ts'
+import { loadActivity, loadBatch } from '../../db/activity-load.ts'
 import { syntheticActivity } from '../../lib/activity/synthetic.ts'
 import { setRole } from '../../db/auth.ts'
 import { Oracle } from './oracle.ts'
@@ -30,6 +30,10 @@ ties.push(tie('a', { type: 'join' }, at(25, 12), 'first-name'), tie('a', { type:
 // Reactions with and without latency, a deleter.
 ties.push(tie('B', { type: 'reaction', channelId: 'c1', latencyMs: 2999 }, at(21, 1)), tie('B', { type: 'reaction', channelId: 'c1', latencyMs: 3000 }, at(21, 2)),
   tie('B', { type: 'reaction', channelId: 'c1' }, at(21, 3)), tie('B', { type: 'message_delete', channelId: 'c1' }, at(21, 4)))
+// A member whose exact score is a half (12.5 + 60/7 + 10/7 = 22.5) that the double sum puts below it.
+ties.push(tie('h', { type: 'typing', channelId: 'c\u{FF21}' }, at(16, 9)), tie('h', { type: 'message', channelId: 'c\u{FF21}' }, at(16, 10)),
+  ...[1, 2, 3, 4, 5, 6, 7].map((n) => tie('h', { type: 'presence', status: 'online', clients: n <= 3 ? ['desktop', 'mobile'] : ['web'] }, at(16, 10, n))),
+  ...[1, 2, 3, 4, 5, 6, 7].map((n) => tie('h', { type: 'reaction', channelId: 'c1', latencyMs: n === 1 ? 100 : 5000 }, at(16, 11, n))))
 const events = [...generated, ...ties]
 const oracle = new Oracle(events)
 
@@ -37,8 +41,11 @@ t.test('analytics answers equal the answers computed from the raw events', async
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
   const handle = await openTestDatabase(t, 'postgres')
-  // Three loads, the later ones merging into the rollups the earlier ones made.
-  const summaries = [await loadActivity(handle, events.slice(0, 4000)), await loadActivity(handle, events.slice(4000, 7000)), await loadActivity(handle, events.slice(7000))]
+  // Loads merging into the rollups the earlier ones made: two through the staging table, the rest in the
+  // ingestion API's batches (one of them sent twice: the second time, all duplicates).
+  const summaries = [await loadActivity(handle, events.slice(0, 4000)), await loadActivity(handle, events.slice(4000, 7000))]
+  for (let i = 7000; i < events.length; i += 1000) summaries.push(await loadBatch(handle, events.slice(i, i + 1000)))
+  t.match(await loadBatch(handle, events.slice(7000, 8000)), { events: 0, duplicates: 1000 }, 'a batch sent again stores nothing')
   t.equal(summaries.reduce((n, s) => n + s.events, 0), events.length)
   for (const type of ['message', 'typing', 'message_delete', 'reaction', 'presence', 'role_change', 'join', 'leave']) {
     t.ok(summaries.reduce((n, s) => n + (s.types[type] ?? 0), 0) > 0, `the data has ${type} events`)
@@ -98,6 +105,8 @@ t.test('analytics answers equal the answers computed from the raw events', async
     const b = (await ask('/api/suspicion', { guildId: T, minScore: 0 })).body.members.find((m: { userId: string }) => m.userId === 'B')
     t.same(b.factors, { ghost: 1, multiClient: 0.6667, deletes: 1, roleChurn: 0.4, fastReactions: 0.5, newcomer: 0 }, 'the factors of a hand-made member')
     t.equal(b.score, 69, 'score from the exact factors: 25 + 13.33 + 20 + 6 + 5')
+    const h = (await ask('/api/suspicion', { guildId: T, minScore: 0 })).body.members.find((m: { userId: string }) => m.userId === 'h')
+    t.equal(h.score, 23, 'an exact half rounds up, though the double sum of the factors is 22.499999999999996')
   })
 
   t.test('heatmap, in several time zones across the DST changes', async (t) => {
