@@ -174,17 +174,22 @@ function localName (qname: string): string {
   return colon < 0 ? qname : qname.slice(colon + 1)
 }
 
+const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
+
 function collapse (text: string): string {
-  // Text already collapsed (printable ASCII, single spaces between words) is returned as it is.
-  const n = text.length
-  let previous = 0x20
-  for (let i = 0; i < n; i++) {
+  // Text already collapsed between its ends (printable ASCII, single spaces between words) needs only
+  // its ASCII whitespace ends cut.
+  let start = 0
+  let end = text.length
+  while (start < end && isSpace(text.charCodeAt(start))) start++
+  while (end > start && isSpace(text.charCodeAt(end - 1))) end--
+  let previous = 0
+  for (let i = start; i < end; i++) {
     const c = text.charCodeAt(i)
-    if (c > 0x20 && c < 0x7f) previous = c
-    else if (c === 0x20 && previous !== 0x20) previous = c
+    if ((c > 0x20 && c < 0x7f) || (c === 0x20 && previous !== 0x20)) previous = c
     else return text.replace(/\s+/g, ' ').trim()
   }
-  return previous === 0x20 && n > 0 ? text.replace(/\s+/g, ' ').trim() : text
+  return start === 0 && end === text.length ? text : text.slice(start, end)
 }
 
 const TUPLE = /\S+/g
@@ -214,7 +219,6 @@ function parsePositionsByPattern (text: string, maxPoints: number): Position[] |
 }
 
 const COMMA = 0x2c
-const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
 // Powers of ten a double holds exactly.
 const POW10 = Array.from({ length: 23 }, (_, k) => Number(`1e${k}`))
 // Where the number scanNumber read ends.
@@ -472,7 +476,8 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
       const p = placemark
       if (rel === 1) {
         if (local === 'name' || local === 'description' || local === 'styleUrl') frame.capture = true
-        else if (p.geometry === null && (local === 'Point' || local === 'LineString' || local === 'Polygon' || UNSUPPORTED_GEOMETRY[local])) {
+        // (ExtendedData, in nearly every placemark, skips the lookup of a name that is not there.)
+        else if (p.geometry === null && (local === 'Point' || local === 'LineString' || local === 'Polygon' || (local !== 'ExtendedData' && UNSUPPORTED_GEOMETRY[local]))) {
           p.geometry = local
           p.geometryDepth = depth
           p.geometryOpen = true
