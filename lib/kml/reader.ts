@@ -174,14 +174,33 @@ function localName (qname: string): string {
   return colon < 0 ? qname : qname.slice(colon + 1)
 }
 
+const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
+
 function collapse (text: string): string {
-  return text.replace(/\s+/g, ' ').trim()
+  // Text already collapsed between its ends (printable ASCII, single spaces between words) needs only
+  // its ASCII whitespace ends cut.
+  let start = 0
+  let end = text.length
+  while (start < end && isSpace(text.charCodeAt(start))) start++
+  while (end > start && isSpace(text.charCodeAt(end - 1))) end--
+  let previous = 0
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i)
+    if ((c > 0x20 && c < 0x7f) || (c === 0x20 && previous !== 0x20)) previous = c
+    else return text.replace(/\s+/g, ' ').trim()
+  }
+  return start === 0 && end === text.length ? text : text.slice(start, end)
 }
 
 const TUPLE = /\S+/g
 
 // Positions, null when a tuple is invalid, or the number of positions when there are more than maxPoints.
 function parsePositions (text: string, maxPoints: number): Position[] | null | number {
+  return scanPositions(text, maxPoints) ?? parsePositionsByPattern(text, maxPoints)
+}
+
+// The general reading, for every text scanPositions leaves alone.
+function parsePositionsByPattern (text: string, maxPoints: number): Position[] | null | number {
   // Some writers put spaces after the commas; rejoin those before splitting tuples on whitespace.
   const joined = SPACED_COMMA.test(text) ? text.replace(/\s*,\s*/g, ',') : text
   const out: Position[] = []
@@ -199,13 +218,85 @@ function parsePositions (text: string, maxPoints: number): Position[] | null | n
   return out
 }
 
+const COMMA = 0x2c
+// Powers of ten a double holds exactly.
+const POW10 = Array.from({ length: 23 }, (_, k) => Number(`1e${k}`))
+// Where the number scanNumber read ends.
+let numberEnd = 0
+
+/**
+ * The number at text[i] in the form NUMBER accepts without an exponent, NaN when there is none. With at
+ * most 2^53 as its digits and 22 after the point, digits / 10^k is one correctly rounded division,
+ * the very double Number() gives; longer ones are read by Number() itself.
+ */
+function scanNumber (text: string, i: number, n: number): number {
+  const start = i
+  let c = i < n ? text.charCodeAt(i) : 0
+  let negative = false
+  if (c === 0x2d || c === 0x2b) {
+    negative = c === 0x2d
+    c = ++i < n ? text.charCodeAt(i) : 0
+  }
+  let digits = 0
+  let mantissa = 0
+  for (; c >= 0x30 && c <= 0x39; c = ++i < n ? text.charCodeAt(i) : 0) {
+    mantissa = mantissa * 10 + (c - 0x30)
+    digits++
+  }
+  let fraction = 0
+  if (c === 0x2e) {
+    for (c = ++i < n ? text.charCodeAt(i) : 0; c >= 0x30 && c <= 0x39; c = ++i < n ? text.charCodeAt(i) : 0) {
+      mantissa = mantissa * 10 + (c - 0x30)
+      fraction++
+    }
+  }
+  if (digits + fraction === 0 || c === 0x65 || c === 0x45) return NaN
+  numberEnd = i
+  if (mantissa <= Number.MAX_SAFE_INTEGER && fraction <= 22) {
+    const value = fraction === 0 ? mantissa : mantissa / POW10[fraction]
+    return negative ? -value : value
+  }
+  return Number(text.slice(start, i))
+}
+
+/**
+ * The positions of plain coordinates text, as parsePositionsByPattern reads them: tuples of two or
+ * three numbers without exponents, split by commas with no space around them, between runs of ASCII
+ * whitespace, all in range, at most maxPoints. Anything else (an invalid tuple included) gives
+ * undefined, for parsePositionsByPattern to read or refuse.
+ */
+function scanPositions (text: string, maxPoints: number): Position[] | undefined {
+  const out: Position[] = []
+  const n = text.length
+  let i = 0
+  for (;;) {
+    while (i < n && isSpace(text.charCodeAt(i))) i++
+    if (i === n) return out
+    // Past maxPoints, the general reading decides (a space before a comma later on joins tuples there).
+    if (out.length === maxPoints) return undefined
+    const lon = scanNumber(text, i, n)
+    if (!(lon >= -180 && lon <= 180) || numberEnd === n || text.charCodeAt(numberEnd) !== COMMA) return undefined
+    const lat = scanNumber(text, numberEnd + 1, n)
+    if (!(lat >= -90 && lat <= 90)) return undefined
+    i = numberEnd
+    if (i < n && text.charCodeAt(i) === COMMA) {
+      const z = scanNumber(text, i + 1, n)
+      if (!Number.isFinite(z)) return undefined
+      i = numberEnd
+    }
+    if (i < n && !isSpace(text.charCodeAt(i))) return undefined
+    out.push([lon, lat])
+  }
+}
+
 function tooManyPoints (p: PlacemarkState, maxPoints: number): KmlError {
   return new KmlError(`placemark at line ${p.line}: more than ${maxPoints} coordinate positions`, p.line)
 }
 
 function buildGeometry (p: PlacemarkState, maxPoints: number): { geometry: KmlGeometry; raw: string } | string {
   if (p.geometry === null) return 'no geometry'
-  if (UNSUPPORTED_GEOMETRY[p.geometry]) return UNSUPPORTED_GEOMETRY[p.geometry]
+  const point = p.geometry === 'Point'
+  if (!point && p.geometry !== 'LineString' && UNSUPPORTED_GEOMETRY[p.geometry]) return UNSUPPORTED_GEOMETRY[p.geometry]
   if (p.geometry === 'Polygon') {
     if (p.outer === null) return 'invalid coordinates'
     const rings: Position[][] = []
@@ -219,12 +310,12 @@ function buildGeometry (p: PlacemarkState, maxPoints: number): { geometry: KmlGe
     }
     return { geometry: { type: 'Polygon', coordinates: rings }, raw: collapse(p.outer) }
   }
-  const text = p.coordinates.join(' ')
+  const text = p.coordinates.length === 1 ? p.coordinates[0] : p.coordinates.join(' ')
   const positions = parsePositions(text, maxPoints)
   if (typeof positions === 'number') throw tooManyPoints(p, maxPoints)
   if (positions === null) return 'invalid coordinates'
   const raw = collapse(text)
-  if (p.geometry === 'Point') {
+  if (point) {
     return positions.length === 1 ? { geometry: { type: 'Point', coordinates: positions[0] }, raw } : 'invalid coordinates'
   }
   return positions.length >= 2 ? { geometry: { type: 'LineString', coordinates: positions }, raw } : 'invalid coordinates'
@@ -259,6 +350,8 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
   const decoder = new KmlDecoder(() => parser.line, options.report)
   const queue: KmlItem[] = []
   const stack: Frame[] = []
+  const frames: Frame[] = []
+  const maxTextChars = limits.maxTextChars
   const folders: FolderState[] = []
   // Folders before this index have been emitted; the ones from it on wait for their name.
   let unemitted = 0
@@ -285,13 +378,6 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
     }
   }
   const folderPath = (): string[] => (currentPath ??= folders.map((f) => f.name))
-
-  // Local names of the open elements from `start` down, joined by '/' (start < stack.length).
-  const pathFrom = (start: number): string => {
-    let path = stack[start].local
-    for (let i = start + 1; i < stack.length; i++) path += `/${stack[i].local}`
-    return path
-  }
 
   const tooLong = (frame: Frame): KmlError => {
     const line = parser.line
@@ -370,7 +456,19 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
     }
     const parent = depth > 0 ? stack[depth - 1] : null
     if (parent) parent.hasChild = true
-    const frame: Frame = { qname: tag.name, local, capture: false, text: '', hasChild: false, limit: limits.maxTextChars, container: false }
+    // Frames are reused depth by depth: one object per level, not one per element.
+    let frame = frames[depth]
+    if (frame === undefined) {
+      frame = { qname: tag.name, local, capture: false, text: '', hasChild: false, limit: maxTextChars, container: false }
+      frames[depth] = frame
+    } else {
+      frame.qname = tag.name
+      frame.local = local
+      frame.capture = false
+      frame.hasChild = false
+      frame.limit = maxTextChars
+      frame.container = false
+    }
     stack.push(frame)
 
     if (placemark) {
@@ -378,7 +476,8 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
       const p = placemark
       if (rel === 1) {
         if (local === 'name' || local === 'description' || local === 'styleUrl') frame.capture = true
-        else if (p.geometry === null && (local === 'Point' || local === 'LineString' || local === 'Polygon' || UNSUPPORTED_GEOMETRY[local])) {
+        // (ExtendedData, in nearly every placemark, skips the lookup of a name that is not there.)
+        else if (p.geometry === null && (local === 'Point' || local === 'LineString' || local === 'Polygon' || (local !== 'ExtendedData' && UNSUPPORTED_GEOMETRY[local]))) {
           p.geometry = local
           p.geometryDepth = depth
           p.geometryOpen = true
@@ -386,28 +485,36 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
         return
       }
       if (p.geometryOpen) {
-        const path = pathFrom(p.geometryDepth + 1)
+        // The element's path below the geometry element, told by its depth and the names above it.
+        const below = depth - p.geometryDepth
         if (p.geometry === 'Polygon') {
-          if (path === 'outerBoundaryIs/LinearRing') {
-            p.outerOpen = p.outer === null
-            if (p.outerOpen) p.outer = ''
-          } else if (path === 'innerBoundaryIs/LinearRing') {
-            p.innerOpen = true
-            p.inner.push('')
-          } else if (local === 'coordinates' && ((p.outerOpen && path === 'outerBoundaryIs/LinearRing/coordinates') || (p.innerOpen && path === 'innerBoundaryIs/LinearRing/coordinates'))) {
-            frame.capture = true
+          if (below === 2 && local === 'LinearRing') {
+            const boundary = stack[depth - 1].local
+            if (boundary === 'outerBoundaryIs') {
+              p.outerOpen = p.outer === null
+              if (p.outerOpen) p.outer = ''
+            } else if (boundary === 'innerBoundaryIs') {
+              p.innerOpen = true
+              p.inner.push('')
+            }
+          } else if (below === 3 && local === 'coordinates' && stack[depth - 1].local === 'LinearRing') {
+            const boundary = stack[depth - 2].local
+            if ((p.outerOpen && boundary === 'outerBoundaryIs') || (p.innerOpen && boundary === 'innerBoundaryIs')) frame.capture = true
           }
-        } else if ((p.geometry === 'Point' || p.geometry === 'LineString') && path === 'coordinates') {
+        } else if ((p.geometry === 'Point' || p.geometry === 'LineString') && below === 1 && local === 'coordinates') {
           frame.capture = true
         }
         if (frame.capture) frame.limit = limits.maxCoordinatesChars - p.coordinateChars
         return
       }
-      const path = pathFrom(placemark.depth + 1)
-      if (path === 'ExtendedData/Data') {
+      // ExtendedData/Data, ExtendedData/Data/value, ExtendedData/SchemaData/SimpleData and TIME_PATHS.
+      const first = stack[p.depth + 1].local
+      if (rel === 2 && first === 'ExtendedData' && local === 'Data') {
         p.dataName = tag.attributes.name ?? ''
         p.dataValue = ''
-      } else if (path === 'ExtendedData/Data/value' || path === 'ExtendedData/SchemaData/SimpleData' || TIME_PATHS.has(path)) {
+      } else if (rel === 3
+        ? first === 'ExtendedData' && ((local === 'value' && stack[depth - 1].local === 'Data') || (local === 'SimpleData' && stack[depth - 1].local === 'SchemaData'))
+        : rel === 2 && TIME_PATHS.has(`${first}/${local}`)) {
         frame.capture = true
       }
       return
@@ -497,6 +604,9 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
     if (!frame) return
     const depth = stack.length
     const local = frame.local
+    // The frame's text, let go of here since the frame stays for the next element at this depth.
+    const text = frame.text
+    frame.text = ''
 
     if (placemark) {
       const p = placemark
@@ -506,39 +616,40 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
         if (typeof built === 'string') {
           queue.push({ kind: 'skipped', reason: built, name: p.name, line: p.line })
         } else {
-          queue.push({
-            kind: 'placemark',
-            placemark: {
-              name: p.name,
-              description: p.description,
-              styleId: p.styleId,
-              folderPath: folderPath(),
-              geometry: built.geometry,
-              coordinatesRaw: built.raw,
-              mediaLinks: p.mediaLinks,
-              extendedData: p.extendedData,
-              ...(p.time ? { time: p.time } : {})
-            }
-          })
+          const done: KmlPlacemark = {
+            name: p.name,
+            description: p.description,
+            styleId: p.styleId,
+            folderPath: folderPath(),
+            geometry: built.geometry,
+            coordinatesRaw: built.raw,
+            mediaLinks: p.mediaLinks,
+            extendedData: p.extendedData
+          }
+          if (p.time) done.time = p.time
+          queue.push({ kind: 'placemark', placemark: done })
         }
         return
       }
       const rel = depth - p.depth
       if (rel === 1 && frame.capture) {
-        if (local === 'name') p.name = frame.text.trim()
-        else if (local === 'description') p.description = frame.text.trim() || null
-        else if (local === 'styleUrl') p.styleId = frame.text.trim().replace(/^#/, '') || null
+        if (local === 'name') p.name = text.trim()
+        else if (local === 'description') p.description = text.trim() || null
+        else if (local === 'styleUrl') {
+          const url = text.trim()
+          p.styleId = (url.charCodeAt(0) === 0x23 ? url.slice(1) : url) || null
+        }
         return
       }
       if (p.geometryOpen) {
         if (depth === p.geometryDepth) p.geometryOpen = false
         else if (frame.capture) {
-          p.coordinateChars += frame.text.length
+          p.coordinateChars += text.length
           if (p.geometry === 'Polygon') {
-            if (p.outerOpen) p.outer += ` ${frame.text}`
-            else p.inner[p.inner.length - 1] += ` ${frame.text}`
+            if (p.outerOpen) p.outer += ` ${text}`
+            else p.inner[p.inner.length - 1] += ` ${text}`
           } else {
-            p.coordinates.push(frame.text)
+            p.coordinates.push(text)
           }
         } else if (local === 'LinearRing') {
           p.outerOpen = false
@@ -547,14 +658,14 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
         return
       }
       if (frame.capture && depth === p.depth + 2 && (local === 'when' || local === 'begin' || local === 'end')) {
-        (p.time ??= {})[local] = frame.text.trim()
+        (p.time ??= {})[local] = text.trim()
       } else if (local === 'value' && frame.capture) {
-        p.dataValue = frame.text.trim()
+        p.dataValue = text.trim()
       } else if (local === 'SimpleData' && frame.capture) {
         const key = tag.attributes.name ?? ''
         // Each entry costs a little beyond its text, so that empty ones cannot pile up for free.
         hold(key.length + 32)
-        p.extendedData.push({ key, value: frame.text.trim() })
+        p.extendedData.push({ key, value: text.trim() })
       } else if (local === 'Data' && p.dataName !== null && depth === p.depth + 2) {
         hold(p.dataName.length + 32)
         if (p.dataName === 'gx_media_links') p.mediaLinks.push(...p.dataValue.split(/\s+/).filter((s) => s !== ''))
@@ -581,15 +692,15 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
         }
         if (!frame.hasChild) {
           const rel = path.slice(1).join('.')
-          if (rel === 'key') s.pairKey = frame.text.trim()
-          else s.pairLeaves.push([rel, frame.text.trim()])
+          if (rel === 'key') s.pairKey = text.trim()
+          else s.pairLeaves.push([rel, text.trim()])
         }
         return
       }
       const attributes = Object.entries(tag.attributes)
       for (const [name, value] of attributes) putDefinition(`${path.join('.')}@${name}`, value)
-      const text = frame.text.trim()
-      if (!frame.hasChild && (text !== '' || attributes.length === 0)) putDefinition(path.join('.'), text)
+      const trimmed = text.trim()
+      if (!frame.hasChild && (trimmed !== '' || attributes.length === 0)) putDefinition(path.join('.'), trimmed)
       return
     }
 
@@ -598,7 +709,7 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
         queue.push({ kind: 'skipped', reason: feature.kind, name: feature.name, line: feature.line })
         feature = null
       } else if (frame.capture) {
-        feature.name = frame.text.trim()
+        feature.name = text.trim()
       }
       return
     }
@@ -611,7 +722,7 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
       currentPath = null
     } else if (frame.capture && local === 'name' && folders.length > 0) {
       const folder = folders[folders.length - 1]
-      folder.name = frame.text.trim()
+      folder.name = text.trim()
       currentPath = null
       let pathChars = 0
       for (const f of folders) pathChars += f.name.length

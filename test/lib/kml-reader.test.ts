@@ -891,3 +891,28 @@ t.test('invalid UTF-8 is counted with the line of the first, not dropped or fata
   await t.rejects(async () => { for await (const item of readKml(truncated, { report })) void item }, /text data outside of root node/)
   t.same(report, { encoding: 'utf-8', invalidSequences: 1, firstInvalidLine: 2 }, 'input ending inside a sequence')
 })
+
+t.test('coordinates in every number form read as Number() reads them', async (t) => {
+  const numbers = ['-115.17178861234567', '36.09365760000000001', '0.1234567890123456789012', '-0', '+12.5', '12.', '.5', '1e1', '-1.5E-3', '007.250', '179.99999999999999999']
+  for (const lon of numbers) {
+    const items = await collect(kml(`<Placemark><name>p</name><Point><coordinates>${lon},${numbers[1]},0</coordinates></Point></Placemark>`))
+    const coordinates = placemarks(items)[0].geometry.coordinates as number[]
+    t.ok(Object.is(coordinates[0], Number(lon)) && Object.is(coordinates[1], Number(numbers[1])), lon)
+  }
+  const line = (text: string) => kml(`<Placemark><name>l</name><LineString><coordinates>${text}</coordinates></LineString></Placemark>`)
+  const read = async (text: string, limits: Partial<KmlLimits> = {}) => {
+    const items = await collectWith(line(text), limits)
+    return items[0].kind === 'placemark' ? items[0].placemark.geometry.coordinates : items[0].kind === 'skipped' ? items[0].reason : null
+  }
+  t.same(await read(`1,2${NBSP}3,4`), [[1, 2], [3, 4]], 'a no-break space splits tuples as whitespace')
+  t.same(await read('1 , 2 3, 4'), [[1, 2], [3, 4]], 'spaces around commas are joined')
+  t.same(await read('1,2 , 3 4,5'), [[1, 2], [4, 5]], 'a space before a comma joins the tuples around it')
+  t.same(await read('1,2,0 , 3 4,5'), 'invalid coordinates', 'into four numbers')
+  t.same(await read('1,2,0 , 3 4,5', { maxPoints: 1 }), 'invalid coordinates', 'even past maxPoints')
+  t.same(await read('1,2,3,4 5,6'), 'invalid coordinates', 'four numbers')
+  t.same(await read('1,2, 5,6'), 'invalid coordinates', 'an empty altitude after joining')
+  t.same(await read('181,2 5,6'), 'invalid coordinates', 'longitude out of range')
+  t.same(await read('1,2,1e999 5,6'), 'invalid coordinates', 'an infinite altitude')
+  t.same(await read('\t1,2\r\n 5,6 '), [[1, 2], [5, 6]])
+  t.equal((await expectKmlError(line('1,2 3,4 5,6'), { maxPoints: 2 })).message, 'placemark at line 5: more than 2 coordinate positions')
+})
