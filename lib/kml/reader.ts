@@ -98,8 +98,10 @@ export type { DecodeReport }
 
 const size = (chars: number) => (chars % MiB === 0 ? `${chars} characters (${chars / MiB} MiB)` : `${chars} characters`)
 
-// gx:Track and gx:MultiTrack share the reason 'Track' so reports group them together.
+// gx:Track and gx:MultiTrack share the reason 'Track' so reports group them together. No prototype: an
+// element named `constructor` or `toString` is no geometry.
 const UNSUPPORTED_GEOMETRY: Record<string, string> = {
+  __proto__: null,
   MultiGeometry: 'MultiGeometry',
   Model: 'Model',
   Track: 'Track',

@@ -916,3 +916,12 @@ t.test('coordinates in every number form read as Number() reads them', async (t)
   t.same(await read('\t1,2\r\n 5,6 '), [[1, 2], [5, 6]])
   t.equal((await expectKmlError(line('1,2 3,4 5,6'), { maxPoints: 2 })).message, 'placemark at line 5: more than 2 coordinate positions')
 })
+
+t.test('an element named like an object property is no geometry', async (t) => {
+  const doc = '<kml xmlns="http://www.opengis.net/kml/2.2"><Document>' +
+    '<Placemark><name>a</name><constructor/><toString/><Point><coordinates>1,2</coordinates></Point></Placemark>' +
+    '<Placemark><name>b</name><__proto__/><hasOwnProperty/></Placemark></Document></kml>'
+  const items = await collect(doc)
+  t.same(placemarks(items).map((p) => [p.name, p.geometry.type]), [['a', 'Point']])
+  t.same(items.flatMap((i) => (i.kind === 'skipped' ? [[i.reason, i.name]] : [])), [['no geometry', 'b']])
+})
