@@ -125,6 +125,17 @@ export class BoxIndexBuilder {
 
   private fragmentBytes = 0
 
+  /**
+   * The bytes an index of `count` placemarks like those added would hold: the entries' part scaled,
+   * the shared pieces' part as it grows, at most to the dictionary's size.
+   */
+  estimateFor (count: number): number {
+    if (this.count === 0) return 0
+    const scale = count / this.count
+    const shared = this.fragmentTexts.length ? this.fragmentBytes * Math.min(scale, MAX_FRAGMENTS / this.fragmentTexts.length) : 0
+    return (this.heldBytes - this.fragmentBytes) * scale + shared
+  }
+
   add (p: IndexedPlacemark): void {
     if (!Number.isInteger(p.id) || p.id < 0 || p.id > 0xffffffff) throw new Error(`placemark id ${p.id} is not a 32-bit unsigned integer`)
     // A geometry without positions has infinite bounds and intersects nothing: it never enters the index.
