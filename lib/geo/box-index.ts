@@ -107,11 +107,11 @@ export class BoxIndexBuilder {
   private record = Buffer.allocUnsafe(CHUNK_BYTES + 1024)
   private recordLength = 0
   private count = 0
-  private ids = new Uint32Array(1024)
-  private starts = new Uint32Array(1024)
+  private ids: Uint32Array
+  private starts: Uint32Array
   // Only while building: the tree is made from them, and keeps them itself.
-  private bounds = new Float64Array(4 * 1024)
-  private geometryAt = new Uint32Array(1024)
+  private bounds: Float64Array
+  private geometryAt: Uint32Array
   private packed = new Float64Array(1024)
   private packedLength = 0
   private fragmentIds = new Map<string, number>()
@@ -124,6 +124,15 @@ export class BoxIndexBuilder {
   }
 
   private fragmentBytes = 0
+
+  /** `expected`: how many placemarks will be added, when known (the per-entry arrays are made that size, not grown). */
+  constructor (expected = 1024) {
+    const n = Math.max(1, expected)
+    this.ids = new Uint32Array(n)
+    this.starts = new Uint32Array(n)
+    this.bounds = new Float64Array(4 * n)
+    this.geometryAt = new Uint32Array(n)
+  }
 
   /**
    * The bytes an index of `count` placemarks like those added would hold: the entries' part scaled,
@@ -248,8 +257,10 @@ export class BoxIndexBuilder {
     const fragments = Buffer.from(this.fragmentTexts.join(''))
     const fragmentStarts = new Uint32Array(this.fragmentTexts.length + 1)
     for (let k = 0, at = 0; k < this.fragmentTexts.length; k++) fragmentStarts[k + 1] = at += Buffer.byteLength(this.fragmentTexts[k])
-    const index = new BoxIndex(n, this.ids.slice(0, n), this.bounds.subarray(0, 4 * n), this.chunks, this.starts.slice(0, n),
-      fragments, fragmentStarts, this.geometryAt.slice(0, n), this.packed.slice(0, this.packedLength), this.bytes)
+    // Arrays of the right size are kept as they are; others are copied to their size.
+    const fit = <T extends Uint32Array | Float64Array>(a: T, length: number): T => (a.length === length ? a : a.slice(0, length) as T)
+    const index = new BoxIndex(n, fit(this.ids, n), this.bounds.subarray(0, 4 * n), this.chunks, fit(this.starts, n),
+      fragments, fragmentStarts, fit(this.geometryAt, n), fit(this.packed, this.packedLength), this.bytes)
     this.bounds = new Float64Array(0)
     this.fragmentIds.clear()
     return index

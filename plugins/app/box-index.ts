@@ -183,7 +183,7 @@ export async function loadBoxIndex (db: Kysely<Database>, opts: { maxBytes: numb
       return null
     }
   }
-  const builder = new BoxIndexBuilder()
+  const builder = new BoxIndexBuilder(order.length)
   // Small pages keep each synchronous stretch of decoding short for the requests served meanwhile.
   const pageSize = opts.pageSize ?? 2000
   for (let start = 0; start < order.length; start += pageSize) {

@@ -212,3 +212,18 @@ t.test('the id-order merge over many runs', async (t) => {
     t.same(merged.map((i) => stored[i]), expected, `${runs} runs: the first 30 kept, in id order`)
   }
 })
+
+t.test('a builder told how many placemarks to expect: more, fewer or as many', async (t) => {
+  for (const expected of [1, 1500, 3000, 10_000]) {
+    const b = new BoxIndexBuilder(expected)
+    for (const { id, geometry } of items.slice(0, 3000)) {
+      const bounds = boundsOf(geometry)
+      b.add({ id, ...bounds, geometry: JSON.stringify(geometry), json: `{"id":${id}}` })
+    }
+    const ix = b.finish()
+    t.equal(ix.size, 3000)
+    const result = compare(ix, 100, someLimit)
+    if ('mismatch' in result) t.fail(`expected ${expected}: ${result.mismatch}`)
+    else t.pass(`expected ${expected}: 100 boxes answered`)
+  }
+})
