@@ -2,12 +2,16 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import type { FastifyBaseLogger } from 'fastify'
 import { ping } from '../db/index.ts'
 
-const Health = Type.Object({ status: Type.String({ examples: ['ok'] }) })
+const BoxIndexState = Type.Union(['off', 'loading', 'ready', 'reloading', 'too-big', 'failed'].map((s) => Type.Literal(s)), {
+  description: 'The in-memory box index: off (`BBOX_INDEX_MB=0`), loading (its first load after start), ready, reloading (an import\'s ' +
+    'new dataset), too-big (it would pass `BBOX_INDEX_MB`; the log names the size needed), failed (retried every 5 s). Box queries read ' +
+    'the database in every state but ready, with the same answers; no state holds up readiness.'
+})
+const Health = Type.Object({ status: Type.String({ examples: ['ok'] }), box_index: BoxIndexState })
 
-const Reason = Type.Union(['overloaded', 'shutting-down', 'box-index-loading', 'database-unavailable'].map((r) => Type.Literal(r)), {
+const Reason = Type.Union(['overloaded', 'shutting-down', 'database-unavailable'].map((r) => Type.Literal(r)), {
   description: 'overloaded: the event loop or the heap is past its threshold (requests are being shed); shutting-down: ' +
-    'the server is closing; box-index-loading: the in-memory box index of the dataset is still loading at start; ' +
-    'database-unavailable: the database did not answer'
+    'the server is closing; database-unavailable: the database did not answer'
 })
 const Ready = Type.Object({ status: Type.Literal('ok') }, { description: 'The instance takes traffic' })
 const NotReady = Type.Object({
@@ -40,16 +44,17 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'getHealth',
       tags: ['Health'],
       summary: 'Liveness: the server and its database',
-      description: '`{"status":"ok"}` when the database answers; 503 with `{"status":"unavailable"}` when it does not. ' +
-        'It stays answered while the instance sheds load; use `/health/ready` to decide whether to send it traffic.',
+      description: '`{"status":"ok"}` when the database answers; 503 with `{"status":"unavailable"}` when it does not; either with ' +
+        'the state of the in-memory box index (`box_index`). It stays answered while the instance sheds load; use `/health/ready` to ' +
+        'decide whether to send it traffic.',
       response: {
-        200: { ...Health, description: 'The server runs and the database answers' },
-        503: { ...Health, description: 'The database does not answer', examples: [{ status: 'unavailable' }] }
+        200: { ...Health, description: 'The server runs and the database answers', examples: [{ status: 'ok', box_index: 'ready' }] },
+        503: { ...Health, description: 'The database does not answer', examples: [{ status: 'unavailable', box_index: 'loading' }] }
       }
     }
   }, async (request, reply) => {
-    if (await databaseAnswers(request.log)) return { status: 'ok' }
-    return reply.code(503).send({ status: 'unavailable' })
+    if (await databaseAnswers(request.log)) return { status: 'ok', box_index: app.boxIndex.state() }
+    return reply.code(503).send({ status: 'unavailable', box_index: app.boxIndex.state() })
   })
 
   let shuttingDown = false
@@ -63,7 +68,7 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Readiness: whether this instance should get traffic',
       description: 'For load balancers: 200 `{"status":"ok"}` when the instance takes traffic; 503 ' +
         '`{"status":"unavailable","reasons":[…]}` while it is overloaded (requests are being answered 503), shutting down, ' +
-        'still loading its box index after start, or its database does not answer.',
+        'or its database does not answer. The in-memory box index does not hold it up: box queries read the database until it is loaded.',
       response: { 200: Ready, 503: NotReady }
     }
   }, async (request, reply) => {
@@ -72,7 +77,6 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
     const reasons: (typeof Reason)['static'][] = []
     if (shuttingDown) reasons.push('shutting-down')
     if (app.overloaded()) reasons.push('overloaded')
-    if (app.boxIndex.state() === 'loading') reasons.push('box-index-loading')
     if (!database) reasons.push('database-unavailable')
     if (reasons.length === 0) return { status: 'ok' as const }
     return reply.code(503).send({ status: 'unavailable' as const, reasons })

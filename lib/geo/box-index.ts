@@ -1,7 +1,12 @@
 import Flatbush from 'flatbush'
 import { packGeometry, packedIntersectsBox, splitBox, type Box, type Geometry } from './box.ts'
 
-/** One placemark as the index takes it: its id, its geometry (GeoJSON text) and bounds, and its serialized summary. */
+/**
+ * One placemark as the index takes it: its id, its geometry (GeoJSON text) and bounds, and its
+ * serialized summary: whole, or as pieces whose concatenation is the summary, literal text at even
+ * positions and, at odd positions, text that many placemarks share (a folder path, a style, an import
+ * time), kept once for all of them.
+ */
 export interface IndexedPlacemark {
   id: number
   minLon: number
@@ -9,7 +14,7 @@ export interface IndexedPlacemark {
   maxLon: number
   maxLat: number
   geometry: string
-  json: string
+  json: string | string[]
 }
 
 /** Serialized summaries joined by commas, ready to be copied into a response body. */
@@ -26,9 +31,59 @@ export function joinSummaries (summaries: string[]): SummaryBytes {
 }
 
 const COMMA = 0x2c
+const OPEN = 0x5b
+const CLOSE = 0x5d
+const SPACE = 0x20
+const ZERO = 0x30
 
-// Summaries are packed into chunks of about this many bytes; an entry points into one of them.
-const CHUNK_BYTES = 4 * 1024 * 1024
+/**
+ * A geometry's coordinates as GeoJSON writes them (`[x,y]`, `[[x,y],[x,y]]`, …) in the form KML
+ * writes them (`x,y,0 x,y,0`): brackets dropped, each position closed by `,0`, positions separated by
+ * a space. The summary's `coordinates_raw` is very often exactly that, and is then not kept twice.
+ * Writes the bytes at target[at] when a target is given; returns their length either way.
+ */
+function kmlCoordinates (source: Uint8Array, start: number, end: number, target: Uint8Array | null, at: number): number {
+  let n = 0
+  for (let k = start; k < end; k++) {
+    const c = source[k]
+    if (c === OPEN) continue
+    if (c !== CLOSE) {
+      if (target) target[at + n] = c
+      n++
+      continue
+    }
+    if (target) {
+      target[at + n] = COMMA
+      target[at + n + 1] = ZERO
+    }
+    n += 2
+    while (k + 1 < end && source[k + 1] === CLOSE) k++
+    if (k + 1 < end && source[k + 1] === COMMA) {
+      if (target) target[at + n] = SPACE
+      n++
+      k++
+    }
+  }
+  return n
+}
+
+// Entries' records are packed into chunks of about this many bytes; an entry's start is
+// chunk * CHUNK_BYTES + its offset in the chunk, one 32-bit number.
+const CHUNK_SHIFT = 22
+const CHUNK_BYTES = 1 << CHUNK_SHIFT
+const MAX_CHUNKS = 2 ** (32 - CHUNK_SHIFT)
+// At most this many shared pieces are kept; past it, new ones are stored with their entry.
+const MAX_FRAGMENTS = 1 << 16
+
+// A record is the summary's length, then a sequence of operations, each a variable-length number
+// (7 bits a byte, low first);
+// its two low bits say what it is: literal bytes follow (the rest is their length), a shared
+// fragment (the rest is its number), or the KML form of the coordinates in the literal before it.
+const LITERAL = 0
+const FRAGMENT = 1
+const DERIVED = 2
+// Literals shorter than this are copied byte by byte: a native copy costs more than that.
+const SHORT_COPY = 48
 
 // A typed array twice as long, holding the old contents.
 function grown<T extends Float64Array | Uint32Array> (a: T): T {
@@ -41,40 +96,66 @@ function grown<T extends Float64Array | Uint32Array> (a: T): T {
 const NO_GEOMETRY = 0xffffffff
 
 /**
- * Collects placemarks, packing their summaries' bytes into a few large buffers and their geometries
- * into one Float64Array (outside the JS heap, so a million of them cost the garbage collector nothing),
- * then builds the index. Entries are stored in the order they are added: added in spatial order, the
- * data of one box query sits together in memory (a million summaries fill hundreds of MB, and a query's
- * hundred reads scattered across them each miss the CPU's caches).
+ * Collects placemarks, packing their summaries into a few large buffers (repeated pieces once, in a
+ * dictionary) and their geometries into one Float64Array (outside the JS heap, so a million of them
+ * cost the garbage collector nothing), then builds the index. Entries are stored in the order they are
+ * added: added in spatial order, the data of one box query sits together in memory (a query's hundred
+ * reads scattered across hundreds of MB would each miss the CPU's caches).
  */
 export class BoxIndexBuilder {
   private chunks: Buffer[] = []
-  private pending: string[] = []
-  private pendingBytes = 0
+  private record = Buffer.allocUnsafe(CHUNK_BYTES + 1024)
+  private recordLength = 0
   private count = 0
-  private ids = new Uint32Array(1024)
-  private bounds = new Float64Array(4 * 1024)
-  private chunkOf = new Uint32Array(1024)
-  private offsetOf = new Uint32Array(1024)
-  private lengthOf = new Uint32Array(1024)
-  private geometryAt = new Uint32Array(1024)
+  private ids: Uint32Array
+  private starts: Uint32Array
+  // Only while building: the tree is made from them, and keeps them itself.
+  private bounds: Float64Array
+  private geometryAt: Uint32Array
   private packed = new Float64Array(1024)
   private packedLength = 0
+  private fragmentIds = new Map<string, number>()
+  private fragmentTexts: string[] = []
+  /** The summaries' bytes as served (what the index would hold without sharing). */
   bytes = 0
+  /** The bytes held so far: records, shared pieces and per-entry data. */
+  get heldBytes (): number {
+    return this.chunks.reduce((sum, c) => sum + c.length, 0) + this.recordLength + this.fragmentBytes + this.count * 50 + this.packedLength * 8
+  }
+
+  private fragmentBytes = 0
+
+  /** `expected`: how many placemarks will be added, when known (the per-entry arrays are made that size, not grown). */
+  constructor (expected = 1024) {
+    const n = Math.max(1, expected)
+    this.ids = new Uint32Array(n)
+    this.starts = new Uint32Array(n)
+    this.bounds = new Float64Array(4 * n)
+    this.geometryAt = new Uint32Array(n)
+  }
+
+  /**
+   * The bytes an index of `count` placemarks like those added would hold: the entries' part scaled,
+   * the shared pieces' part as it grows, at most to the dictionary's size.
+   */
+  estimateFor (count: number): number {
+    if (this.count === 0) return 0
+    const scale = count / this.count
+    const shared = this.fragmentTexts.length ? this.fragmentBytes * Math.min(scale, MAX_FRAGMENTS / this.fragmentTexts.length) : 0
+    return (this.heldBytes - this.fragmentBytes) * scale + shared
+  }
 
   add (p: IndexedPlacemark): void {
     if (!Number.isInteger(p.id) || p.id < 0 || p.id > 0xffffffff) throw new Error(`placemark id ${p.id} is not a 32-bit unsigned integer`)
     // A geometry without positions has infinite bounds and intersects nothing: it never enters the index.
     if (!(Number.isFinite(p.minLon) && Number.isFinite(p.minLat) && Number.isFinite(p.maxLon) && Number.isFinite(p.maxLat))) return
-    const length = Buffer.byteLength(p.json)
-    if (this.pendingBytes + length > CHUNK_BYTES && this.pending.length) this.flush()
+    const pieces = typeof p.json === 'string' ? [p.json] : p.json
+    if (this.recordLength >= CHUNK_BYTES) this.flush()
     const i = this.count++
     if (i === this.ids.length) {
       this.ids = grown(this.ids)
       this.bounds = grown(this.bounds)
-      this.chunkOf = grown(this.chunkOf)
-      this.offsetOf = grown(this.offsetOf)
-      this.lengthOf = grown(this.lengthOf)
+      this.starts = grown(this.starts)
       this.geometryAt = grown(this.geometryAt)
     }
     this.ids[i] = p.id
@@ -83,14 +164,76 @@ export class BoxIndexBuilder {
     b[4 * i + 1] = p.minLat
     b[4 * i + 2] = p.maxLon
     b[4 * i + 3] = p.maxLat
-    this.chunkOf[i] = this.chunks.length
-    this.offsetOf[i] = this.pendingBytes
-    this.lengthOf[i] = length
+    if (this.chunks.length >= MAX_CHUNKS) throw new Error('the placemark summaries pass 4 GiB')
+    this.starts[i] = this.chunks.length * CHUNK_BYTES + this.recordLength
+    // The summary's length first: answers are sized without decoding.
+    let total = 0
+    for (const text of pieces) total += Buffer.byteLength(text)
+    this.op(total)
+    this.bytes += total
+    // Where the last literal was written, for a literal derived from it.
+    let last = -1
+    let lastEnd = -1
+    for (let k = 0; k < pieces.length; k++) {
+      const text = pieces[k]
+      const length = Buffer.byteLength(text)
+      if (length === 0) continue
+      if (k % 2 === 1) {
+        const fragment = this.fragment(text, length)
+        if (fragment !== -1) {
+          this.op(fragment * 4 + FRAGMENT)
+          continue
+        }
+      } else if (last !== -1 && length <= 2 * (lastEnd - last) && this.derivable(text, length, last, lastEnd)) {
+        this.op(DERIVED)
+        last = -1
+        continue
+      }
+      this.op(length * 4 + LITERAL)
+      this.reserve(length)
+      last = this.recordLength
+      this.recordLength += this.record.write(text, this.recordLength, 'utf8')
+      lastEnd = this.recordLength
+    }
     // Bounds of a single position decide exactly; only a geometry with extent may need its own test.
     this.geometryAt[i] = p.minLon === p.maxLon && p.minLat === p.maxLat ? NO_GEOMETRY : this.pack(packGeometry(JSON.parse(p.geometry) as Geometry))
-    this.pending.push(p.json)
-    this.pendingBytes += length
-    this.bytes += length
+  }
+
+  // Whether the text (of `length` bytes) is the KML form of the literal written at record[start, end).
+  private derivable (text: string, length: number, start: number, end: number): boolean {
+    if (kmlCoordinates(this.record, start, end, null, 0) !== length) return false
+    const out = Buffer.allocUnsafe(length)
+    kmlCoordinates(this.record, start, end, out, 0)
+    return out.toString('latin1') === text
+  }
+
+  // The shared piece's number, or -1 when the dictionary is full and it is not in it.
+  private fragment (text: string, length: number): number {
+    let id = this.fragmentIds.get(text)
+    if (id !== undefined) return id
+    if (this.fragmentTexts.length >= MAX_FRAGMENTS) return -1
+    id = this.fragmentTexts.length
+    this.fragmentIds.set(text, id)
+    this.fragmentTexts.push(text)
+    this.fragmentBytes += length + 8
+    return id
+  }
+
+  private reserve (n: number): void {
+    if (this.recordLength + n <= this.record.length) return
+    const larger = Buffer.allocUnsafe(2 * (this.recordLength + n))
+    this.record.copy(larger, 0, 0, this.recordLength)
+    this.record = larger
+  }
+
+  private op (value: number): void {
+    this.reserve(5)
+    let v = value
+    while (v >= 0x80) {
+      this.record[this.recordLength++] = (v & 0x7f) | 0x80
+      v = Math.floor(v / 128)
+    }
+    this.record[this.recordLength++] = v
   }
 
   private pack (numbers: number[]): number {
@@ -102,21 +245,43 @@ export class BoxIndexBuilder {
   }
 
   private flush (): void {
-    this.chunks.push(Buffer.from(this.pending.join('')))
-    this.pending = []
-    this.pendingBytes = 0
+    this.chunks.push(Buffer.from(this.record.subarray(0, this.recordLength)))
+    this.recordLength = 0
+    // A record past a chunk's size (a huge description) left a large buffer behind: start small again.
+    if (this.record.length > CHUNK_BYTES + 1024) this.record = Buffer.allocUnsafe(CHUNK_BYTES + 1024)
   }
 
   finish (): BoxIndex {
-    if (this.pending.length) this.flush()
+    if (this.recordLength) this.flush()
     const n = this.count
-    return new BoxIndex(n, this.ids.slice(0, n), this.bounds.slice(0, 4 * n), this.chunks, this.chunkOf.slice(0, n), this.offsetOf.slice(0, n),
-      this.lengthOf.slice(0, n), this.geometryAt.slice(0, n), this.packed.slice(0, this.packedLength), this.bytes)
+    const fragments = Buffer.from(this.fragmentTexts.join(''))
+    const fragmentStarts = new Uint32Array(this.fragmentTexts.length + 1)
+    for (let k = 0, at = 0; k < this.fragmentTexts.length; k++) fragmentStarts[k + 1] = at += Buffer.byteLength(this.fragmentTexts[k])
+    // Arrays of the right size are kept as they are; others are copied to their size.
+    const fit = <T extends Uint32Array | Float64Array>(a: T, length: number): T => (a.length === length ? a : a.slice(0, length) as T)
+    const index = new BoxIndex(n, fit(this.ids, n), this.bounds.subarray(0, 4 * n), this.chunks, fit(this.starts, n),
+      fragments, fragmentStarts, fit(this.geometryAt, n), fit(this.packed, this.packedLength), this.bytes)
+    this.bounds = new Float64Array(0)
+    this.fragmentIds.clear()
+    return index
   }
 }
 
-// Candidates in more runs of ascending ids than this (entries not added in spatial order) are sorted by id instead.
-const MAX_RUNS = 64
+// Moves the run at heap[at] down to its place in a min-heap of runs keyed by the ids at their heads.
+function siftDown (heap: Uint32Array, heads: Uint32Array, from: number, size: number): void {
+  const r = heap[from]
+  const id = heads[r]
+  let at = from
+  for (;;) {
+    let child = 2 * at + 1
+    if (child >= size) break
+    if (child + 1 < size && heads[heap[child + 1]] < heads[heap[child]]) child++
+    if (heads[heap[child]] >= id) break
+    heap[at] = heap[child]
+    at = child
+  }
+  heap[at] = r
+}
 
 /**
  * A static R-tree (packed Hilbert order, flatbush) over placemark bounds, answering box queries with
@@ -128,22 +293,22 @@ export class BoxIndex {
 
   readonly size: number
   private readonly ids: Uint32Array
-  private readonly bounds: Float64Array
   private readonly chunks: Buffer[]
-  private readonly chunkOf: Uint32Array
-  private readonly offsetOf: Uint32Array
-  private readonly lengthOf: Uint32Array
+  private readonly starts: Uint32Array
+  private readonly fragments: Buffer
+  private readonly fragmentStarts: Uint32Array
   private readonly geometryAt: Uint32Array
   private readonly packed: Float64Array
+  /** The summaries' bytes as served. */
   readonly bytes: number
-  constructor (size: number, ids: Uint32Array, bounds: Float64Array, chunks: Buffer[], chunkOf: Uint32Array, offsetOf: Uint32Array, lengthOf: Uint32Array, geometryAt: Uint32Array, packed: Float64Array, bytes: number) {
+  constructor (size: number, ids: Uint32Array, bounds: Float64Array, chunks: Buffer[], starts: Uint32Array, fragments: Buffer, fragmentStarts: Uint32Array,
+    geometryAt: Uint32Array, packed: Float64Array, bytes: number) {
     this.size = size
     this.ids = ids
-    this.bounds = bounds
     this.chunks = chunks
-    this.chunkOf = chunkOf
-    this.offsetOf = offsetOf
-    this.lengthOf = lengthOf
+    this.starts = starts
+    this.fragments = fragments
+    this.fragmentStarts = fragmentStarts
     this.geometryAt = geometryAt
     this.packed = packed
     this.bytes = bytes
@@ -157,23 +322,19 @@ export class BoxIndex {
     this.tree = tree
   }
 
-  /** Memory held: summaries, tree, packed geometries and the per-entry arrays. */
+  /** Memory held: records, shared pieces, tree, packed geometries and the per-entry arrays. */
   get memoryBytes (): number {
-    return this.bytes + (this.tree ? this.tree.data.byteLength : 0) + this.ids.byteLength + this.bounds.byteLength +
-      this.chunkOf.byteLength + this.offsetOf.byteLength + this.lengthOf.byteLength + this.geometryAt.byteLength + this.packed.byteLength
-  }
-
-  // Bounds wholly inside a box: every position is inside, so the geometry intersects it.
-  private inside (i: number, b: Box): boolean {
-    const o = 4 * i
-    return this.bounds[o] >= b.minLon && this.bounds[o + 1] >= b.minLat && this.bounds[o + 2] <= b.maxLon && this.bounds[o + 3] <= b.maxLat
+    let records = 0
+    for (const c of this.chunks) records += c.length
+    return records + this.fragments.length + this.fragmentStarts.byteLength + (this.tree ? this.tree.data.byteLength : 0) + this.ids.byteLength +
+      this.starts.byteLength + this.geometryAt.byteLength + this.packed.byteLength
   }
 
   /** The serialized summaries of the first `limit` placemarks (by id) intersecting the box. */
   search (box: Box, limit: number): SummaryBytes {
     const entries = this.tree ? this.entriesIn(box, limit) : []
     let byteLength = Math.max(0, entries.length - 1)
-    for (const i of entries) byteLength += this.lengthOf[i]
+    for (const i of entries) byteLength += this.lengthOf(i)
     return {
       count: entries.length,
       byteLength,
@@ -181,55 +342,154 @@ export class BoxIndex {
         let at = offset
         for (let k = 0; k < entries.length; k++) {
           if (k) target[at++] = COMMA
-          const i = entries[k]
-          const start = this.offsetOf[i]
-          // One copy per summary, straight from its chunk (no intermediate views or concatenation).
-          at += this.chunks[this.chunkOf[i]].copy(target, at, start, start + this.lengthOf[i])
+          at += this.decode(entries[k], target, at)
         }
       }
     }
   }
 
-  private entriesIn (box: Box, limit: number): number[] {
-    const parts = splitBox(box)
-    let found = this.tree!.search(parts[0].minLon, parts[0].minLat, parts[0].maxLon, parts[0].maxLat)
-    if (parts.length > 1) found = found.concat(this.tree!.search(parts[1].minLon, parts[1].minLat, parts[1].maxLon, parts[1].maxLat))
-    // Sorted by position, the candidates fall into a few runs of ascending ids: the loader stores entries
-    // cell by cell, each cell in id order. Merging the runs gives id order without sorting by id; an
-    // entry touching the antimeridian, found by both halves of the box, shows up twice and is taken once.
-    const sorted = this.sortedPositions(found)
-    const ids = this.ids
-    const starts: number[] = []
-    let n = 0
-    for (let k = 0; k < sorted.length; k++) {
-      const i = sorted[k]
-      if (n > 0 && sorted[n - 1] === i) continue
-      if (n === 0 || ids[i] < ids[sorted[n - 1]]) starts.push(n)
-      sorted[n++] = i
+  // The length of entry i's summary, the number its record starts with.
+  private lengthOf (i: number): number {
+    const start = this.starts[i]
+    const chunk = this.chunks[start >>> CHUNK_SHIFT]
+    let k = start & (CHUNK_BYTES - 1)
+    let v = chunk[k++]
+    if (v < 0x80) return v
+    v &= 0x7f
+    for (let scale = 128; ; scale *= 128) {
+      const c = chunk[k++]
+      v += (c & 0x7f) * scale
+      if (c < 0x80) return v
     }
-    if (starts.length > MAX_RUNS) return this.filter(Array.from(sorted.subarray(0, n)).sort((a, b) => ids[a] - ids[b]), limit, box, parts)
-    const ends = starts.map((_, r) => (r + 1 < starts.length ? starts[r + 1] : n))
-    const out: number[] = []
-    for (;;) {
-      let best = -1
-      let bestId = Infinity
-      for (let r = 0; r < starts.length; r++) {
-        if (starts[r] < ends[r] && ids[sorted[starts[r]]] < bestId) {
-          best = r
-          bestId = ids[sorted[starts[r]]]
+  }
+
+  /**
+   * Writes entry i's summary at target[at]; returns its length. Its record runs to the next entry's
+   * start, or to the end of its chunk.
+   */
+  private decode (i: number, target: Buffer, at: number): number {
+    const start = this.starts[i]
+    const chunk = this.chunks[start >>> CHUNK_SHIFT]
+    let k = start & (CHUNK_BYTES - 1)
+    // Past the summary's length.
+    while (chunk[k] >= 0x80) k++
+    k++
+    const next = i + 1 < this.size ? this.starts[i + 1] : -1
+    const end = next !== -1 && next >>> CHUNK_SHIFT === start >>> CHUNK_SHIFT ? next & (CHUNK_BYTES - 1) : chunk.length
+    const fragments = this.fragments
+    const fragmentStarts = this.fragmentStarts
+    let n = 0
+    let last = -1
+    let lastEnd = -1
+    while (k < end) {
+      let v = chunk[k++]
+      if (v >= 0x80) {
+        v &= 0x7f
+        for (let scale = 128; ; scale *= 128) {
+          const c = chunk[k++]
+          v += (c & 0x7f) * scale
+          if (c < 0x80) break
         }
       }
-      if (best === -1) return out
-      const i = sorted[starts[best]++]
-      if (this.matches(i, box, parts)) {
-        out.push(i)
-        if (out.length === limit) return out
+      const kind = v & 3
+      if (kind === LITERAL) {
+        const length = (v - LITERAL) / 4
+        if (length < SHORT_COPY) for (let b = 0; b < length; b++) target[at + n + b] = chunk[k + b]
+        else chunk.copy(target, at + n, k, k + length)
+        last = k
+        lastEnd = k + length
+        k += length
+        n += length
+      } else if (kind === FRAGMENT) {
+        const f = (v - FRAGMENT) / 4
+        const from = fragmentStarts[f]
+        const length = fragmentStarts[f + 1] - from
+        if (length < SHORT_COPY) for (let b = 0; b < length; b++) target[at + n + b] = fragments[from + b]
+        else fragments.copy(target, at + n, from, from + length)
+        n += length
+      } else {
+        n += kmlCoordinates(chunk, last, lastEnd, target, at + n)
+        last = -1
       }
     }
+    return n
   }
 
   private scratch = new Uint32Array(1024)
   private spare = new Uint32Array(1024)
+  private heap = new Uint32Array(64)
+  private heads = new Uint32Array(64)
+  private runStart = new Uint32Array(64)
+  private runEnd = new Uint32Array(64)
+
+  /**
+   * The entries intersecting the box, the first `limit` by id. The tree gives the candidates whose
+   * bounds meet the box; sorted by position, they fall into runs of ascending ids (the loader stores
+   * entries cell by cell, each cell in id order), which a heap merges in id order: O(n log runs),
+   * each taken entry tested exactly, stopping at `limit`.
+   */
+  private entriesIn (box: Box, limit: number): number[] {
+    const parts = splitBox(box)
+    let found = this.tree!.search(parts[0].minLon, parts[0].minLat, parts[0].maxLon, parts[0].maxLat)
+    if (parts.length > 1) found = found.concat(this.tree!.search(parts[1].minLon, parts[1].minLat, parts[1].maxLon, parts[1].maxLat))
+    return this.merged(found, limit, (i) => {
+      // Bounds of a single position decide exactly; a geometry with extent gets the exact test.
+      const at = this.geometryAt[i]
+      return at === NO_GEOMETRY || packedIntersectsBox(this.packed, at, box)
+    })
+  }
+
+  /**
+   * Entry positions merged into id order (a heap over the runs of ascending ids they fall into once
+   * sorted by position), each once, the first `limit` that `keep` accepts.
+   */
+  merged (found: number[], limit: number, keep: (i: number) => boolean = () => true): number[] {
+    const sorted = this.sortedPositions(found)
+    const ids = this.ids
+    // Runs of ascending ids; an entry touching the antimeridian, found by both halves of a box, shows up twice and is taken once.
+    let runs = 0
+    let n = 0
+    for (let k = 0; k < sorted.length; k++) {
+      const i = sorted[k]
+      if (n > 0 && sorted[n - 1] === i) continue
+      if (n === 0 || ids[i] < ids[sorted[n - 1]]) {
+        if (runs === this.runStart.length) {
+          this.runStart = grown(this.runStart)
+          this.runEnd = grown(this.runEnd)
+          this.heap = grown(this.heap)
+          this.heads = grown(this.heads)
+        }
+        if (runs) this.runEnd[runs - 1] = n
+        this.runStart[runs++] = n
+      }
+      sorted[n++] = i
+    }
+    if (runs) this.runEnd[runs - 1] = n
+    const out: number[] = []
+    const start = this.runStart
+    const end = this.runEnd
+    // A min-heap of runs by the id at their head (heads[r]).
+    const heap = this.heap
+    const heads = this.heads
+    let size = runs
+    for (let r = 0; r < runs; r++) {
+      heap[r] = r
+      heads[r] = ids[sorted[start[r]]]
+    }
+    for (let at = (size >> 1) - 1; at >= 0; at--) siftDown(heap, heads, at, size)
+    while (size > 0) {
+      const r = heap[0]
+      const i = sorted[start[r]++]
+      if (keep(i)) {
+        out.push(i)
+        if (out.length === limit) break
+      }
+      if (start[r] === end[r]) heap[0] = heap[--size]
+      else heads[r] = ids[sorted[start[r]]]
+      if (size > 1) siftDown(heap, heads, 0, size)
+    }
+    return out
+  }
 
   /**
    * The positions in ascending order: a radix sort, one pass per byte that varies, into a reused buffer
@@ -269,20 +529,5 @@ export class BoxIndex {
     this.scratch = a
     this.spare = b
     return a.subarray(0, n)
-  }
-
-  // The first `limit` entries of a list in id order that intersect the box.
-  private filter (entries: number[], limit: number, box: Box, parts: Box[]): number[] {
-    const out: number[] = []
-    for (let k = 0; k < entries.length && out.length < limit; k++) if (this.matches(entries[k], box, parts)) out.push(entries[k])
-    return out
-  }
-
-  private matches (i: number, box: Box, parts: Box[]): boolean {
-    const at = this.geometryAt[i]
-    if (at === NO_GEOMETRY) return true
-    for (const part of parts) if (this.inside(i, part)) return true
-    // Only a geometry whose bounds straddle the box's edge needs the exact test.
-    return packedIntersectsBox(this.packed, at, box)
   }
 }

@@ -22,6 +22,41 @@ const GEOMETRY_KEY = ',"geometry":"'
 const GEOMETRY_END = '","coordinates_raw":'
 const NEXT_SUMMARY = '},{"id":'
 
+// More markers of a serialized summary's keys, for cutting it into the pieces the box index shares.
+const STYLE_KEY = ',"style_id":'
+const COORDINATES_KEY = '\\"coordinates\\":'
+const MEDIA_KEY = ',"media_links":'
+
+/**
+ * A serialized summary cut into the pieces the in-memory box index keeps (see IndexedPlacemark):
+ * literal at even positions, at odd positions what many placemarks share. Id, name and description;
+ * style, folder path, geometry type and the geometry's text up to its coordinates; the coordinates;
+ * the text up to coordinates_raw's value; that value (very often the coordinates in KML form);
+ * media links, the import time and the KML times. Cut by slicing: the pieces always join into the
+ * summary, and one that does not look as expected is kept whole.
+ */
+export function summaryPieces (json: string): string[] {
+  const style = json.indexOf(STYLE_KEY)
+  const geometry = json.indexOf(GEOMETRY_KEY, style)
+  const end = json.indexOf(GEOMETRY_END, geometry)
+  const media = json.indexOf(MEDIA_KEY, end)
+  if (style === -1 || geometry === -1 || end === -1 || media === -1) return [json]
+  const coordinates = json.indexOf(COORDINATES_KEY, geometry)
+  const raw = end + GEOMETRY_END.length
+  // The raw value: a string (between its quotes, ending right before the media links' key) or null.
+  const rawText = json[raw] === '"' && json[media - 1] === '"'
+  const pieces = [json.slice(0, style)]
+  if (coordinates !== -1 && coordinates < end && json[end - 1] === '}') {
+    const from = coordinates + COORDINATES_KEY.length
+    pieces.push(json.slice(style, from), json.slice(from, end - 1))
+    if (rawText) pieces.push(json.slice(end - 1, raw + 1), json.slice(raw + 1, media - 1), json.slice(media - 1))
+    else pieces.push(json.slice(end - 1))
+  } else {
+    pieces.push(json.slice(style, geometry + GEOMETRY_KEY.length), json.slice(geometry + GEOMETRY_KEY.length, media), json.slice(media))
+  }
+  return pieces
+}
+
 /**
  * Serialized summaries (joined by commas) as GeoJSON features (joined by commas), by splicing: each
  * geometry's JSON string is read back into the stored GeoJSON text, the rest of the summary becomes the

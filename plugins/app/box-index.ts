@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
 import { intersectsBox, type Box, type Geometry } from '../../lib/geo/box.ts'
 import { BoxIndexBuilder, joinSummaries, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
-import { boxCandidates, placemarkIdsInSpatialOrder, placemarksWithBounds } from '../../db/placemarks.ts'
+import { summaryPieces } from '../../lib/placemarks/box-answer.ts'
+import { boxCandidates, placemarkIdsInSpatialOrder, placemarksWithBounds, type PlacemarkWithBounds } from '../../db/placemarks.ts'
 import type { Database } from '../../db/types.ts'
 
 declare module 'fastify' {
@@ -18,10 +19,10 @@ declare module 'fastify' {
       /** The loaded index's dataset version and size, if any. */
       loaded(): { version: number; placemarks: number; bytes: number } | null
       /**
-       * off (BBOX_INDEX_MB=0), loading (this process's first load is running: the readiness check
-       * fails), ready (the current dataset's index is loaded), reloading (a new dataset's index is
-       * loading; box queries read the database meanwhile), too-big (past BBOX_INDEX_MB), failed (the
-       * last load failed and is retried).
+       * off (BBOX_INDEX_MB=0), loading (this process's first load is running), ready (the current
+       * dataset's index is loaded), reloading (a new dataset's index is loading), too-big (past
+       * BBOX_INDEX_MB), failed (the last load failed and is retried). In every state but ready box
+       * queries read the database; none of them holds up readiness.
        */
       state(): BoxIndexState
     }
@@ -35,8 +36,9 @@ export type BoxIndexState = 'off' | 'loading' | 'ready' | 'reloading' | 'too-big
 /**
  * Box queries from memory: the placemark dataset changes only by import, so every instance keeps a
  * static R-tree of placemark bounds with each summary's serialized bytes, reloaded in the background
- * when the dataset version changes. Until it is loaded, or when the summaries would pass
- * BBOX_INDEX_MB (0 turns it off), box queries read the database; both give the same answers.
+ * when the dataset version changes. Until it is loaded, or when it would pass BBOX_INDEX_MB (0 turns
+ * it off; the size is estimated from a sample before loading), box queries read the database; both
+ * give the same answers. The instance is ready without it.
  */
 export default fp(async function boxIndexPlugin (app: FastifyInstance) {
   const maxBytes = app.config.BBOX_INDEX_MB * 1024 * 1024
@@ -53,12 +55,19 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
   const load = async (version: number) => {
     if (version === tooBig || current?.version === version) return
     const started = performance.now()
-    const index = await loadBoxIndex(app.db, { maxBytes, stop: () => closing || app.datasetVersion.current() !== version })
+    let needed = 0
+    const index = await loadBoxIndex(app.db, {
+      maxBytes,
+      stop: () => closing || app.datasetVersion.current() !== version,
+      tooBig: (bytes) => { needed = bytes }
+    })
     if (closing || app.datasetVersion.current() !== version) return
     if (!index) {
       tooBig = version
       current = null
-      app.log.warn({ maxMb: app.config.BBOX_INDEX_MB }, 'the placemark summaries pass BBOX_INDEX_MB: box queries read the database')
+      const mb = Math.ceil(needed / 1048576)
+      app.log.warn({ neededMb: mb, maxMb: app.config.BBOX_INDEX_MB },
+        `the placemark box index needs about ${mb} MB, past BBOX_INDEX_MB=${app.config.BBOX_INDEX_MB}: box queries read the database (BBOX_INDEX_MB=${mb} or more keeps it in memory)`)
       return
     }
     // Pages were separate queries: an import committed meanwhile bumped the version, and the new
@@ -70,6 +79,9 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
 
   const schedule = () => {
     if (maxBytes === 0 || closing) return
+    // An index of an older dataset is never used again: its memory goes now, not once the next one is
+    // loaded (two at once would double the footprint for the length of a load).
+    if (current && current.version !== app.datasetVersion.current()) current = null
     if (loading) {
       again = true
       return
@@ -148,22 +160,42 @@ export async function placemarksInBox (db: Kysely<Database>, box: Box, limit: nu
 
 /**
  * Reads every placemark's bounds and serialized summary into a box index, in spatial order: the order
- * first (ids only), then the rows in pages of that order. Gives up (null) once the summaries pass
- * `maxBytes`, or when `stop()` says so between pages. Every query is short, so none holds up an
+ * first (ids only), then the rows in pages of that order. Gives up (null) when an index of a sample of
+ * the placemarks, scaled to all of them, passes `maxBytes`, or once the index does while loading (both
+ * told to `tooBig` with the bytes needed), or when `stop()` says so between pages. Every query is short, so none holds up an
  * import's table swap for long; the caller compares the dataset version before and after, since an
  * import committed in between would mix two datasets.
  */
-export async function loadBoxIndex (db: Kysely<Database>, opts: { maxBytes: number; pageSize?: number; stop?: () => boolean }): Promise<BoxIndex | null> {
+export async function loadBoxIndex (db: Kysely<Database>, opts: { maxBytes: number; pageSize?: number; stop?: () => boolean; tooBig?: (bytes: number) => void }): Promise<BoxIndex | null> {
   const order = await placemarkIdsInSpatialOrder(db)
-  const builder = new BoxIndexBuilder()
+  const add = (builder: BoxIndexBuilder, rows: PlacemarkWithBounds[]) => {
+    for (const row of rows) {
+      builder.add({ id: row.summary.id, minLon: row.minLon, minLat: row.minLat, maxLon: row.maxLon, maxLat: row.maxLat, geometry: row.summary.geometry, json: summaryPieces(JSON.stringify(row.summary)) })
+    }
+  }
+  // The size first, from placemarks spread evenly over the order, indexed the same way.
+  if (order.length > SAMPLE_SIZE) {
+    const sample = new BoxIndexBuilder()
+    add(sample, await placemarksWithBounds(db, Array.from({ length: SAMPLE_SIZE }, (_, k) => order[Math.floor((k * order.length) / SAMPLE_SIZE)]!)))
+    const estimate = sample.estimateFor(order.length)
+    if (estimate > opts.maxBytes) {
+      opts.tooBig?.(estimate)
+      return null
+    }
+  }
+  const builder = new BoxIndexBuilder(order.length)
   // Small pages keep each synchronous stretch of decoding short for the requests served meanwhile.
   const pageSize = opts.pageSize ?? 2000
   for (let start = 0; start < order.length; start += pageSize) {
     if (opts.stop?.()) return null
-    for (const row of await placemarksWithBounds(db, order.slice(start, start + pageSize))) {
-      builder.add({ id: row.summary.id, minLon: row.minLon, minLat: row.minLat, maxLon: row.maxLon, maxLat: row.maxLat, geometry: row.summary.geometry, json: JSON.stringify(row.summary) })
+    add(builder, await placemarksWithBounds(db, order.slice(start, start + pageSize)))
+    if (builder.heldBytes > opts.maxBytes) {
+      opts.tooBig?.(builder.estimateFor(order.length))
+      return null
     }
-    if (builder.bytes > opts.maxBytes) return null
   }
   return builder.finish()
 }
+
+// Placemarks indexed to estimate the index's size before loading it.
+const SAMPLE_SIZE = 2000

@@ -38,6 +38,11 @@ declare module 'fastify' {
     datasetCache: {
       /** Makes a GET route's answers cached per URL; its handler must return the payload. */
       cacheRoute(route: RouteOptions): void
+      /**
+       * Sends an answer computed afresh (a route not worth caching: the box query), gzipped when the
+       * client takes it, with the same negotiation and `Vary` as the cached answers; no ETag.
+       */
+      sendFresh(request: FastifyRequest, reply: FastifyReply, body: Buffer, type: string): Promise<FastifyReply>
       readonly size: number
     }
   }
@@ -53,6 +58,26 @@ const JSON_TYPE = 'application/json; charset=utf-8'
 // How many different answers are computed at once; more wait their turn (each can take megabytes and
 // tens of milliseconds of serializing), so a burst of distinct URLs cannot take the whole process.
 const CONCURRENT_COMPUTATIONS = 4
+// How many fresh answers are compressed at once (libuv's thread pool has four threads); more wait their turn.
+const CONCURRENT_COMPRESSIONS = 4
+// A fresh answer is compressed for every request: the fastest level, most of the gain (JSON compresses well at any level).
+const FRESH_GZIP_LEVEL = 1
+
+/** At most `max` calls of fn running at once; the others wait their turn, first come first served. */
+function limiter (max: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let running = 0
+  const waiting: (() => void)[] = []
+  return async (fn) => {
+    if (running >= max) await new Promise<void>((resolve) => waiting.push(resolve))
+    running++
+    try {
+      return await fn()
+    } finally {
+      running--
+      waiting.shift()?.()
+    }
+  }
+}
 
 /**
  * `If-None-Match` with the weak comparison RFC 9110 §13.1.2 prescribes for it (`W/"x"` matches `"x"`),
@@ -140,22 +165,29 @@ export default fp(async function datasetCache (app: FastifyInstance) {
     return { body, type, gzip, etag: `"${version}-${hash}"`, gzipEtag: `"${version}-${hash}-gzip"` }
   }
 
-  let computing = 0
-  const waiting: (() => void)[] = []
+  const computing = limiter(CONCURRENT_COMPUTATIONS)
   async function compute (context: Computation): Promise<CachedAnswer> {
-    if (computing >= CONCURRENT_COMPUTATIONS) await new Promise<void>((resolve) => waiting.push(resolve))
-    computing++
-    try {
-      return await keep(context, await context.handler.call(context.app, context.request, context.reply))
-    } finally {
-      computing--
-      waiting.shift()?.()
-    }
+    return computing(async () => keep(context, await context.handler.call(context.app, context.request, context.reply)))
+  }
+
+  // Whether the request takes the gzip encoding (and the answer is worth compressing).
+  const takesGzip = (request: FastifyRequest, length: number): boolean => {
+    const accepted = length >= GZIP_MIN_BYTES ? request.headers['accept-encoding'] : undefined
+    return accepted !== undefined && encodings.negotiate(accepted) === 'gzip'
+  }
+
+  const compressing = limiter(CONCURRENT_COMPRESSIONS)
+  async function sendFresh (request: FastifyRequest, reply: FastifyReply, body: Buffer, type: string): Promise<FastifyReply> {
+    addVary(reply, 'accept-encoding')
+    reply.header('content-type', type)
+    if (!takesGzip(request, body.length)) return reply.send(body)
+    // Compressed on libuv's thread pool, off the event loop, a few at a time.
+    const gzipped = await compressing(() => gzipAsync(body, { level: FRESH_GZIP_LEVEL }))
+    return reply.header('content-encoding', 'gzip').send(gzipped)
   }
 
   function send (request: FastifyRequest, reply: FastifyReply, answer: CachedAnswer): FastifyReply {
-    const accepted = answer.gzip === null ? null : request.headers['accept-encoding']
-    const gzip = accepted && encodings.negotiate(accepted) === 'gzip'
+    const gzip = answer.gzip !== null && takesGzip(request, answer.body.length)
     reply.header('etag', gzip ? answer.gzipEtag : answer.etag).header('cache-control', CACHE_CONTROL)
     addVary(reply, 'accept-encoding')
     if (notModified(request, answer)) return reply.code(304).send()
@@ -186,6 +218,7 @@ export default fp(async function datasetCache (app: FastifyInstance) {
           .then((answer) => send(request, reply, answer!))
       }
     },
+    sendFresh,
     get size () {
       return cache.size
     }

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { boundsOf, intersectsBox, type Box, type Geometry, type Position } from '../../lib/geo/box.ts'
 import { BoxIndexBuilder, joinSummaries, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
+import { summaryPieces } from '../../lib/placemarks/box-answer.ts'
 import { mulberry32 } from '../../lib/random.ts'
 
 // Random geometries and boxes, many of them near the antimeridian and on shared edges, checked
@@ -113,4 +114,116 @@ t.test("an empty index, entries added in any order, ids outside the table's rang
   else t.pass('1000 boxes answered in id order from entries stored cell by cell')
   const b = new BoxIndexBuilder()
   for (const id of [-1, 2 ** 32, 1.5]) t.throws(() => b.add({ id, minLon: 0, minLat: 0, maxLon: 0, maxLat: 0, geometry: '', json: '{}' }), /not a 32-bit unsigned integer/)
+})
+
+// A summary as the loader serializes it (toSummary's key order).
+function summary (id: number, over: Record<string, unknown> = {}): string {
+  const geometry = JSON.stringify({ type: 'Point', coordinates: [id / 7, -id / 9] })
+  return JSON.stringify({
+    id,
+    name: `Place ${id}`,
+    description: id % 3 ? null : `Described "${id}" \\ ☕`,
+    style_id: id % 2 ? 's1' : null,
+    folder_path: ['A', `B ${id % 4}`],
+    geometry_type: 'Point',
+    geometry,
+    coordinates_raw: `${id / 7},${-id / 9},0`,
+    media_links: [],
+    created_at: '2026-01-01T00:00:00.000Z',
+    time_begin: null,
+    time_end: null,
+    ...over
+  })
+}
+
+// The summaries an index answers for a box holding all of them, in id order, as text.
+function answered (list: { id: number; json: string; geometry?: string }[]): string {
+  const b = new BoxIndexBuilder()
+  for (const { id, json, geometry } of list) {
+    const g = JSON.parse(geometry ?? (JSON.parse(json) as { geometry: string }).geometry) as Geometry
+    const bounds = boundsOf(g)
+    b.add({ id, ...bounds, geometry: JSON.stringify(g), json: summaryPieces(json) })
+  }
+  const ix = b.finish()
+  const got = ix.search({ minLon: -180, minLat: -90, maxLon: 180, maxLat: 90 }, 10_000)
+  const bytes = Buffer.alloc(got.byteLength)
+  got.copyTo(bytes, 0)
+  return bytes.toString()
+}
+
+t.test('summaries kept as shared and derived pieces come back byte for byte', async (t) => {
+  const line = JSON.stringify({ type: 'LineString', coordinates: [[1.5, 2], [1.25, 2.125], [-3e-7, 1e21]] })
+  const polygon = JSON.stringify({ type: 'Polygon', coordinates: [[[0, 0], [1, 0], [1, 1], [0, 0]], [[0.2, 0.2], [0.4, 0.2], [0.2, 0.4], [0.2, 0.2]]] })
+  const list = [
+    ...Array.from({ length: 200 }, (_, k) => ({ id: k + 1, json: summary(k + 1) })),
+    // Raw coordinates that are not the KML form of the geometry's: kept as they are.
+    { id: 301, json: summary(301, { coordinates_raw: ' 42.857142857142854,-33.44444444444444,0\n' }) },
+    { id: 302, json: summary(302, { coordinates_raw: '42.857142857142854,-33.44444444444444' }) },
+    { id: 303, json: summary(303, { coordinates_raw: null }) },
+    { id: 304, json: summary(304, { coordinates_raw: '' }) },
+    // Line strings and polygons, their raw text in KML form or not.
+    { id: 305, json: summary(305, { geometry_type: 'LineString', geometry: line, coordinates_raw: '1.5,2,0 1.25,2.125,0 -3e-7,1e21,0' }) },
+    { id: 306, json: summary(306, { geometry_type: 'Polygon', geometry: polygon, coordinates_raw: '0,0,0 1,0,0 1,1,0 0,0,0 0.2,0.2,0 0.4,0.2,0 0.2,0.4,0 0.2,0.2,0' }) },
+    { id: 307, json: summary(307, { geometry_type: 'Polygon', geometry: polygon, coordinates_raw: '0,0,0 1,0,0 1,1,0 0,0,0' }) },
+    // Unusual text everywhere: multi-byte, escapes, keys' look-alikes inside strings, long pieces.
+    { id: 308, json: summary(308, { name: ',"style_id":"x","geometry":"', folder_path: ['","coordinates_raw":"', '\u2028é'], media_links: ['https://example.org/a"b'] }) },
+    { id: 309, json: summary(309, { description: 'd'.repeat(70_000), folder_path: ['f'.repeat(300)], time_begin: '2017-10-01T00:00:00.000Z', time_end: '2017-10-02T00:00:00.000Z' }) },
+    { id: 310, json: summary(310, { geometry: JSON.stringify({ coordinates: [5, 6], type: 'Point' }) }) },
+    // Not a summary at all: kept whole.
+    { id: 311, json: JSON.stringify({ id: 311, geometry: JSON.stringify({ type: 'Point', coordinates: [1, 1] }) }) }
+  ]
+  t.equal(answered(list), list.map((p) => p.json).join(','))
+  const pieces = summaryPieces(list[0].json)
+  t.equal(pieces.join(''), list[0].json, 'the pieces join into the summary')
+  t.equal(pieces.length, 6, 'id to description, up to the coordinates, coordinates, up to the raw value, the raw value, the rest')
+  t.same(summaryPieces('{"id":1}'), ['{"id":1}'], 'one piece when the keys are not there')
+})
+
+t.test('repeated pieces are kept once, derived raw coordinates not at all', async (t) => {
+  const build = (over: (id: number) => Record<string, unknown>) => {
+    const b = new BoxIndexBuilder()
+    for (let id = 1; id <= 2000; id++) {
+      const json = summary(id, over(id))
+      b.add({ id, minLon: id / 7, minLat: -id / 9, maxLon: id / 7, maxLat: -id / 9, geometry: '', json: summaryPieces(json) })
+    }
+    return b.finish()
+  }
+  const shared = build(() => ({}))
+  const unique = build((id) => ({ folder_path: [`folder ${id}`], created_at: `2026-01-01T00:00:${String(id % 60).padStart(2, '0')}.${id}Z`, coordinates_raw: `${id},0` }))
+  t.ok(shared.memoryBytes < 0.6 * unique.memoryBytes, `${shared.memoryBytes} bytes shared against ${unique.memoryBytes}`)
+  t.ok(shared.memoryBytes < 0.6 * shared.bytes, `${shared.memoryBytes} bytes held for ${shared.bytes} bytes of summaries`)
+})
+
+t.test('the id-order merge over many runs', async (t) => {
+  // Entries stored in runs of ascending ids: 1 to 500 runs, of random lengths, ids interleaved.
+  for (const runs of [1, 2, 3, 17, 64, 65, 500]) {
+    const ids = Array.from({ length: 5000 }, (_, k) => 2 * k + 1)
+    const order: number[][] = Array.from({ length: runs }, () => [])
+    for (const id of ids) order[Math.floor(rand() * runs)].push(id)
+    const b = new BoxIndexBuilder()
+    for (const run of order) for (const id of run) b.add({ id, minLon: 0, minLat: 0, maxLon: 0, maxLat: 0, geometry: '', json: `{"id":${id}}` })
+    const ix = b.finish()
+    const all = Array.from({ length: ix.size }, (_, i) => i)
+    const stored = order.flat()
+    t.same(values(ix.search({ minLon: -1, minLat: -1, maxLon: 1, maxLat: 1 }, 10_000)).map((v) => (v as { id: number }).id), ids, `${runs} runs: every id in order`)
+    // Positions given twice (both halves of an antimeridian box) are taken once; `keep` filters; the limit stops.
+    const merged = ix.merged([...all, ...all.slice(0, 100)].sort(() => rand() - 0.5), 30, (i) => i % 2 === 0)
+    const expected = all.filter((i) => i % 2 === 0).map((i) => stored[i]).sort((a, b) => a - b).slice(0, 30)
+    t.same(merged.map((i) => stored[i]), expected, `${runs} runs: the first 30 kept, in id order`)
+  }
+})
+
+t.test('a builder told how many placemarks to expect: more, fewer or as many', async (t) => {
+  for (const expected of [1, 1500, 3000, 10_000]) {
+    const b = new BoxIndexBuilder(expected)
+    for (const { id, geometry } of items.slice(0, 3000)) {
+      const bounds = boundsOf(geometry)
+      b.add({ id, ...bounds, geometry: JSON.stringify(geometry), json: `{"id":${id}}` })
+    }
+    const ix = b.finish()
+    t.equal(ix.size, 3000)
+    const result = compare(ix, 100, someLimit)
+    if ('mismatch' in result) t.fail(`expected ${expected}: ${result.mismatch}`)
+    else t.pass(`expected ${expected}: 100 boxes answered`)
+  }
 })

@@ -1,7 +1,12 @@
 import t, { type Test } from 'tap'
 import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
-import { buildTestApp, importVegas, openTestDatabase, projectRoot, vegasAbsent } from '../helper.ts'
+import { Writable } from 'node:stream'
+import { get, type IncomingHttpHeaders } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { gunzipSync } from 'node:zlib'
+import { buildApp, buildTestApp, importVegas, openTestDatabase, projectRoot, testConfig, vegasAbsent } from '../helper.ts'
+import { loggerOptions } from '../../lib/logger.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
 import { loadBoxIndex } from '../../plugins/app/box-index.ts'
 import { mulberry32 } from '../../lib/random.ts'
@@ -57,8 +62,11 @@ for (const kind of ['postgres'] as const) {
     t.equal(database.boxIndex.loaded(), null, 'BBOX_INDEX_MB=0 keeps nothing')
     await sameAnswers(t, memory, database, [...fixed, ...boxes(3, [[0, 0], [-115, 35.5], [12.5, 12.5], [15, 15], [179.9, -15], [-179.9, -15]], 150)])
 
-    // A new import: the stale index is not used, and the new one loads after the version poll.
+    // A new import: the stale index is let go at once (box queries read the database meanwhile), and
+    // the new one loads after the version poll.
     await importPlacemarks(handle, createReadStream(join(projectRoot, 'db/sample/sample.kml')), { timeZone: 'UTC', source: 'sample.kml' })
+    await until(async () => memory.datasetVersion.current() === 2, 5000)
+    t.not(memory.boxIndex.loaded()?.version, 1, 'the old index is not kept beside the new one')
     await until(async () => memory.boxIndex.loaded()?.version === 2, 5000)
     t.match(memory.boxIndex.loaded(), { placemarks: 57 })
     await sameAnswers(t, memory, database, [...fixed, ...boxes(4, [[-115.17, 36.11], [-115.15, 36.12]], 100)])
@@ -81,11 +89,63 @@ t.test('the Vegas dataset: memory equals the database for 400 boxes', { skip: ve
   await sameAnswers(t, memory, database, boxes(5, centres, 400))
 })
 
-t.test('a dataset past the byte budget is not kept', async (t) => {
+t.test('a dataset past the byte budget is not kept, and says how much it needs', async (t) => {
   const handle = await openTestDatabase(t, 'postgres')
   await importPlacemarks(handle, createReadStream(join(projectRoot, 'db/sample/sample.kml')), { timeZone: 'UTC', source: 'sample.kml' })
-  t.equal(await loadBoxIndex(handle.db, { maxBytes: 1000, pageSize: 5 }), null)
+  const needed: number[] = []
+  t.equal(await loadBoxIndex(handle.db, { maxBytes: 1000, pageSize: 5, tooBig: (bytes) => needed.push(bytes) }), null)
   const all = await loadBoxIndex(handle.db, { maxBytes: 1 << 20, pageSize: 5 })
   t.equal(all?.size, 57, 'pages of 5 add up')
+  t.ok(needed[0]! > 0.5 * all!.memoryBytes && needed[0]! < 2 * all!.memoryBytes, `the estimate (${Math.round(needed[0]!)} bytes) is near what the index holds (${all!.memoryBytes})`)
   t.equal(await loadBoxIndex(handle.db, { maxBytes: 1 << 20, stop: () => true }), null, 'stops when asked')
+
+  // In the app: a warning naming the size and the setting, the state in /health, answers from the database.
+  const lines: string[] = []
+  const stream = new Writable({ write (chunk, _encoding, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done() } })
+  const app = await buildApp({ config: testConfig({ BBOX_INDEX_MB: 0.001 }), db: handle, logger: { ...(loggerOptions('warn', 'json') as object), stream } })
+  await app.ready()
+  t.teardown(() => app.close())
+  await app.boxIndex.idle()
+  t.equal(app.boxIndex.state(), 'too-big')
+  t.same((await app.inject('/health')).json(), { status: 'ok', box_index: 'too-big' })
+  t.same((await app.inject('/health/ready')).json(), { status: 'ok' })
+  const warning = lines.map((l) => JSON.parse(l) as { msg: string; neededMb?: number; maxMb?: number }).find((l) => l.neededMb !== undefined)
+  t.match(warning, { neededMb: 1, maxMb: 0.001, msg: /needs about 1 MB, past BBOX_INDEX_MB=0\.001: box queries read the database/ })
+  t.equal((await app.inject('/api/v1/spatial/bbox?min_lon=-180&min_lat=-90&max_lon=180&max_lat=90&limit=3')).json().count, 3)
 })
+
+t.test('box answers gzipped for clients that take it, on both paths', async (t) => {
+  const handle = await openTestDatabase(t, 'postgres')
+  await importPlacemarks(handle, createReadStream(join(projectRoot, 'db/sample/sample.kml')), { timeZone: 'UTC', source: 'sample.kml' })
+  for (const app of [await buildTestApp(t, handle), await buildTestApp(t, handle, { BBOX_INDEX_MB: 0 })]) {
+    await app.boxIndex.idle()
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/v1/spatial/bbox?min_lon=-180&min_lat=-90&max_lon=180&max_lat=90`
+    for (const format of ['', '&format=geojson']) {
+      const plain = await raw(`${base}${format}`, {})
+      const zipped = await raw(`${base}${format}`, { 'accept-encoding': 'gzip, deflate, br' })
+      const state = `${app.boxIndex.state()}${format}`
+      t.equal(plain.headers['content-encoding'], undefined, `${state}: no encoding asked, none given`)
+      t.equal(zipped.headers['content-encoding'], 'gzip', `${state}: gzip asked, gzip given`)
+      t.match(plain.headers.vary, /accept-encoding/i)
+      t.match(zipped.headers.vary, /accept-encoding/i)
+      t.equal(zipped.headers['content-type'], plain.headers['content-type'])
+      t.equal(plain.headers.etag, undefined, 'fresh answers carry no ETag')
+      t.ok(zipped.body.length < plain.body.length / 3, `${state}: ${zipped.body.length} bytes for ${plain.body.length}`)
+      t.equal(gunzipSync(zipped.body).toString(), plain.body.toString(), `${state}: the same bytes`)
+    }
+    const small = await raw(`${base.replace('max_lat=90', 'max_lat=-89')}`, { 'accept-encoding': 'gzip' })
+    t.equal(small.headers['content-encoding'], undefined, 'a small answer is sent as it is')
+  }
+})
+
+// A GET over HTTP, the body as sent (not decoded).
+function raw (url: string, headers: Record<string, string>): Promise<{ headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }))
+    }).on('error', reject)
+  })
+}

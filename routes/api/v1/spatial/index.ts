@@ -7,7 +7,8 @@ import { HttpError } from '../../../../lib/errors.ts'
 
 const spatial: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/bbox', {
-    // Answered from the in-memory box index; random boxes would only fill the answer cache.
+    // Answered from the in-memory box index; random boxes would only fill the answer cache, so answers are
+    // compressed afresh (the cache's negotiation) and carry no ETag.
     config: { geojson: BboxCollection },
     schema: {
       tags: ['Placemarks'],
@@ -30,9 +31,10 @@ const spatial: FastifyPluginAsyncTypebox = async (app) => {
     if (min_lat > max_lat) throw new HttpError(400, 'querystring/min_lat must be <= max_lat')
     const box = { minLon: min_lon, minLat: min_lat, maxLon: max_lon, maxLat: max_lat }
     const summaries = await app.boxIndex.query(box, limit)
-    if (request.wantsGeoJson()) return reply.send(reply.geojson(bboxGeoJson(summaries, { min_lon, min_lat, max_lon, max_lat })))
-    // Bytes serialized by one function on both paths (the schema documents them; the typed send needs the cast).
-    return reply.type('application/json; charset=utf-8').send(bboxBody(summaries, { min_lon, min_lat, max_lon, max_lat }) as never)
+    const bbox = { min_lon, min_lat, max_lon, max_lat }
+    // Bytes serialized by one function on both paths (the schema documents them), gzipped for clients that take it.
+    if (request.wantsGeoJson()) return app.datasetCache.sendFresh(request, reply, reply.geojson(bboxGeoJson(summaries, bbox)), String(reply.getHeader('content-type')))
+    return app.datasetCache.sendFresh(request, reply, bboxBody(summaries, bbox), 'application/json; charset=utf-8')
   })
 }
 
