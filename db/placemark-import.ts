@@ -39,9 +39,19 @@ const BATCH_CHARS = 4 * 1024 * 1024
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-// The dataset loads into a shadow table (COPY FREEZE: created in this transaction, so its rows go in
-// frozen and all-visible, with no VACUUM needed for index-only scans); the other indexes are built once
-// at the end, statistics gathered, and the tables swap.
+// The placemarks table's columns: the staging table's without the spatial key.
+const PLACEMARK_COLUMNS = COLUMNS.filter((c) => c !== 'spatial_key').join(', ')
+
+// Measurement switch: how the rows reach the shadow table (document order, or sorted by spatial key),
+// and whether the GiST index is kept up during the load or built after it.
+const ORDER = process.env.IMPORT_ORDER_MODE ?? 'hilbert'
+const GIST_AFTER = process.env.IMPORT_GIST_AFTER === '1'
+const gistIndex = 'CREATE INDEX placemarks_next_bbox_idx ON placemarks_next USING gist (bbox) INCLUDE (id)'
+
+// The dataset loads into a staging table (COPY FREEZE: created in this transaction; unlogged, as it is
+// dropped before the commit), then goes into the shadow table in spatial order (a Hilbert curve over
+// the bounds' centres), so that the rows of a small box sit on few pages; ids keep the document's
+// order. The other indexes are built once at the end, statistics gathered, and the tables swap.
 // Readers keep using the old table until then, and the swap holds its lock only until the commit.
 async function beginShadowImport (client: PoolClient): Promise<void> {
   await client.query('BEGIN')
@@ -49,12 +59,25 @@ async function beginShadowImport (client: PoolClient): Promise<void> {
   const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [IMPORT_LOCK_KEY])
   if (!rows[0].locked) throw new ImportBusyError('another import is running; try again when it has finished (nothing was imported)')
   await client.query('DROP TABLE IF EXISTS placemarks_next')
+  await client.query('DROP TABLE IF EXISTS placemarks_staging')
   await client.query('CREATE TABLE placemarks_next (LIKE placemarks INCLUDING DEFAULTS INCLUDING CONSTRAINTS)')
-  // The GiST index is kept up during the load rather than built after it: the database has a core to
-  // spare while the file is parsed, and a build at the end took about 6 s per million placemarks.
-  await client.query('CREATE INDEX placemarks_next_bbox_idx ON placemarks_next USING gist (bbox) INCLUDE (id)')
+  if (ORDER !== 'none') await client.query('CREATE UNLOGGED TABLE placemarks_staging (LIKE placemarks, spatial_key float8 NOT NULL)')
+  else if (!GIST_AFTER) await client.query(gistIndex)
   await client.query('DELETE FROM styles')
   await client.query('DELETE FROM folders')
+}
+
+// The staged rows into the shadow table in spatial order, the GiST index kept up as they go (rows
+// that arrive near each other land in the same parts of the tree).
+async function writeInSpatialOrder (client: PoolClient): Promise<void> {
+  if (ORDER === 'none') {
+    if (GIST_AFTER) await client.query(gistIndex)
+    return
+  }
+  if (!GIST_AFTER) await client.query(gistIndex)
+  await client.query(`INSERT INTO placemarks_next (${PLACEMARK_COLUMNS}) SELECT ${PLACEMARK_COLUMNS} FROM placemarks_staging ORDER BY ${ORDER === 'cell' ? 'floor((min_lat + max_lat) * 10), floor((min_lon + max_lon) * 10), id' : 'spatial_key, id'}`)
+  await client.query('DROP TABLE placemarks_staging')
+  if (GIST_AFTER) await client.query(gistIndex)
 }
 
 /**
@@ -85,6 +108,7 @@ async function lockForSwap (client: PoolClient, lock: SwapLockOptions): Promise<
 }
 
 async function commitShadowImport (client: PoolClient, summary: ImportSummary, lock: SwapLockOptions): Promise<number> {
+  await writeInSpatialOrder(client)
   await client.query('ALTER TABLE placemarks_next ADD CONSTRAINT placemarks_next_pkey PRIMARY KEY (id)')
   await client.query('CREATE INDEX placemarks_next_folder_path_idx ON placemarks_next USING gin (folder_path)')
   await client.query('CREATE INDEX placemarks_next_timeline_idx ON placemarks_next (event_sort, id) WHERE event_sort IS NOT NULL')
@@ -183,7 +207,9 @@ async function databaseSink (handle: DatabaseHandle, summary: ImportSummary, loc
   // Placemarks stream into the shadow table through the bulk writer (COPY FREEZE on PostgreSQL: the table
   // is this transaction's own). A connection runs one statement at a time, so a full batch of styles or
   // folders ends the placemarks' stream, goes in, and a new stream carries on.
-  const startRows = () => bulkWriter(client, handle.kind, 'placemarks_next', COLUMNS, { freeze: true, json: ['extended_data'] })
+  const startRows = () => ORDER === 'none'
+    ? bulkWriter(client, handle.kind, 'placemarks_next', COLUMNS.slice(0, -1), { freeze: true, json: ['extended_data'] })
+    : bulkWriter(client, handle.kind, 'placemarks_staging', COLUMNS, { freeze: true, json: ['extended_data'] })
   let rows = startRows()
   const flushBatches = async () => {
     await rows.close()
@@ -192,7 +218,7 @@ async function databaseSink (handle: DatabaseHandle, summary: ImportSummary, loc
     rows = startRows()
   }
   return {
-    placemark: (row: Row) => rows.add(row),
+    placemark: (row: Row) => rows.add(ORDER === 'none' ? row.slice(0, -1) : row),
     style: (s) => (queueStyle(s) ? flushBatches() : undefined),
     folder: (f) => (queueFolder(f) ? flushBatches() : undefined),
     finish: async (summary) => {

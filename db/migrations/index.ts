@@ -13,6 +13,7 @@ import * as audit from './011_audit.ts'
 import * as placemarkSearch from './012_placemark_search.ts'
 import * as activityDailyCovering from './013_activity_daily_covering.ts'
 import * as placemarkTime from './014_placemark_time.ts'
+import * as placemarkBoxAnswer from './015_placemark_box_answer.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -29,5 +30,6 @@ export const migrations: Record<string, Migration> = {
   '011_audit': audit,
   '012_placemark_search': placemarkSearch,
   '013_activity_daily_covering': activityDailyCovering,
-  '014_placemark_time': placemarkTime
+  '014_placemark_time': placemarkTime,
+  '015_placemark_box_answer': placemarkBoxAnswer
 }

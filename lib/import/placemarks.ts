@@ -4,7 +4,8 @@
  */
 import { readKmlBatches, type DecodeReport, type KmlLimits, type KmlPlacemark } from '../kml/reader.ts'
 import { parseNameDate } from '../timeline/name-date.ts'
-import { boundsOf } from '../geo/box.ts'
+import { boundsOf, packGeometry } from '../geo/box.ts'
+import { hilbertKey } from '../geo/hilbert.ts'
 import { placemarkTime } from '../kml/time.ts'
 
 export interface ImportOptions {
@@ -35,20 +36,58 @@ export interface ImportSummary {
   seconds: number
 }
 
-// Column order of the shadow table's COPY and of the batch insert.
+// Column order of the import's staging table (db/placemark-import.ts): the placemarks table's
+// columns, then the key the rows are written to it in.
 export const COLUMNS = ['id', 'name', 'description', 'style_id', 'folder_path', 'geometry_type', 'geometry', 'coordinates_raw',
-  'media_links', 'extended_data', 'bbox', 'event_date', 'event_timestamp', 'event_sort', 'created_at', 'time_begin', 'time_end'] as const
+  'media_links', 'extended_data', 'bbox', 'event_date', 'event_timestamp', 'event_sort', 'created_at', 'time_begin', 'time_end',
+  'summary', 'shape', 'min_lon', 'min_lat', 'max_lon', 'max_lat', 'spatial_key'] as const
 
-export type Row = [number, string, string | null, string | null, string[], string, string, string, string[], KmlPlacemark['extendedData'], string, string | null, string | null, string | null, string, string | null, string | null]
+export type Row = [number, string, string | null, string | null, string[], string, string, string, string[], KmlPlacemark['extendedData'], string, string | null, string | null, string | null, string, string | null, string | null,
+  string, number[] | null, number, number, number, number, number]
+
+// A string as the database keeps it: an unpaired surrogate (which UTF-8 cannot hold) becomes U+FFFD.
+const UNPAIRED = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+const HAS_UNPAIRED = new RegExp(UNPAIRED.source)
+const stored = (s: string) => (HAS_UNPAIRED.test(s) ? s.replace(UNPAIRED, '\uFFFD') : s)
+const storedOrNull = (s: string | null) => (s === null ? null : stored(s))
+
+/**
+ * A placemark's summary as the API serializes it (db/placemarks.ts toSummary, its key order included),
+ * written once at import: box answers are these texts joined by commas. `createdAt` is the import's
+ * time at millisecond precision, as the database gives it back.
+ */
+export function summaryJson (id: number, p: KmlPlacemark, geometry: string, createdAt: string, time: { begin: string | null; end: string | null }): string {
+  return JSON.stringify({
+    id,
+    name: stored(p.name),
+    description: storedOrNull(p.description),
+    style_id: storedOrNull(p.styleId),
+    folder_path: p.folderPath.map(stored),
+    geometry_type: p.geometry.type,
+    geometry,
+    coordinates_raw: storedOrNull(p.coordinatesRaw),
+    media_links: p.mediaLinks.map(stored),
+    created_at: createdAt,
+    time_begin: time.begin,
+    time_end: time.end
+  })
+}
 
 export function toRow (id: number, p: KmlPlacemark, timeZone: string, createdAt: string): Row {
   const b = boundsOf(p.geometry)
   const when = parseNameDate(p.name, timeZone)
   const time = placemarkTime(p.time)
+  const geometry = JSON.stringify(p.geometry)
   return [
-    id, p.name, p.description, p.styleId, p.folderPath, p.geometry.type, JSON.stringify(p.geometry), p.coordinatesRaw,
+    id, p.name, p.description, p.styleId, p.folderPath, p.geometry.type, geometry, p.coordinatesRaw,
     p.mediaLinks, p.extendedData, `(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`,
-    when?.date ?? null, when?.timestamp ?? null, when?.sortKey ?? null, createdAt, time.begin, time.end
+    when?.date ?? null, when?.timestamp ?? null, when?.sortKey ?? null, createdAt, time.begin, time.end,
+    summaryJson(id, p, geometry, createdAt, time),
+    // A point's bounds decide exactly: no packed form.
+    p.geometry.type === 'Point' ? null : packGeometry(p.geometry),
+    // The box type keeps its corners as its lower left and upper right, whichever way they were written.
+    Math.min(b.minLon, b.maxLon), Math.min(b.minLat, b.maxLat), Math.max(b.minLon, b.maxLon), Math.max(b.minLat, b.maxLat),
+    hilbertKey((b.minLon + b.maxLon) / 2, (b.minLat + b.maxLat) / 2)
   ]
 }
 
