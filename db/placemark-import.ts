@@ -39,8 +39,20 @@ const BATCH_CHARS = 4 * 1024 * 1024
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-// The placemarks table's columns: the staging table's without the spatial key.
-const PLACEMARK_COLUMNS = COLUMNS.filter((c) => c !== 'spatial_key').join(', ')
+// The placemarks table's columns: the staging table's without the spatial key, with those it derives.
+const DERIVED = ['summary', 'min_lon', 'min_lat', 'max_lon', 'max_lat']
+const PLACEMARK_COLUMNS = [...COLUMNS.filter((c) => c !== 'spatial_key'), ...DERIVED].join(', ')
+// The staging table derives the serialized summary (migration 015's placemark_summary) and the bounds'
+// corners as generated columns: the database computes them while the file is still being read.
+const STAGING_DERIVED = `
+  DROP COLUMN ${DERIVED.join(', DROP COLUMN ')},
+  ADD COLUMN spatial_key float8 NOT NULL,
+  ADD COLUMN summary text GENERATED ALWAYS AS (placemark_summary(id, name, description, style_id, folder_path, geometry_type,
+    geometry, coordinates_raw, media_links, created_at, time_begin, time_end)) STORED,
+  ADD COLUMN min_lon float8 GENERATED ALWAYS AS ((bbox[1])[0]) STORED,
+  ADD COLUMN min_lat float8 GENERATED ALWAYS AS ((bbox[1])[1]) STORED,
+  ADD COLUMN max_lon float8 GENERATED ALWAYS AS ((bbox[0])[0]) STORED,
+  ADD COLUMN max_lat float8 GENERATED ALWAYS AS ((bbox[0])[1]) STORED`
 
 // The dataset loads into a staging table (COPY FREEZE on PostgreSQL: created in this transaction;
 // unlogged, as it is dropped before the commit), then goes into the shadow table in spatial order (a
@@ -56,7 +68,8 @@ async function beginShadowImport (client: PoolClient): Promise<void> {
   await client.query('DROP TABLE IF EXISTS placemarks_next')
   await client.query('DROP TABLE IF EXISTS placemarks_staging')
   await client.query('CREATE TABLE placemarks_next (LIKE placemarks INCLUDING DEFAULTS INCLUDING CONSTRAINTS)')
-  await client.query('CREATE UNLOGGED TABLE placemarks_staging (LIKE placemarks, spatial_key float8 NOT NULL)')
+  await client.query('CREATE UNLOGGED TABLE placemarks_staging (LIKE placemarks)')
+  await client.query(`ALTER TABLE placemarks_staging ${STAGING_DERIVED}`)
   await client.query('DELETE FROM styles')
   await client.query('DELETE FROM folders')
 }

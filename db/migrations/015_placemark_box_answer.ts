@@ -11,6 +11,7 @@ import { sql, type Kysely } from 'kysely'
  * - `shape`: the geometry's positions packed into float8 (lib/geo/box.ts packGeometry: its kind, its
  *   number of paths, then per path the number of positions and their lon, lat pairs); NULL for a
  *   point, whose bounds decide exactly.
+ * - `placemark_summary(…)`: that summary from the placemark's columns.
  * - `placemark_shape_intersects(shape, min_lon, min_lat, max_lon, max_lat)`: planar ST_Intersects of
  *   a packed geometry and a rectangle, boundary inclusive, the arithmetic of lib/geo/box.ts step for
  *   step (so both give the same answer to the last bit).
@@ -151,17 +152,29 @@ export async function up (db: Kysely<unknown>): Promise<void> {
     $$`.execute(db)
 
   // The summary as db/placemarks.ts toSummary and JSON.stringify give it: to_json escapes a string as
-  // JSON.stringify does, and the times are formatted as the summary query formats them.
-  const time = (column: string) => sql`coalesce('"' || to_char(${sql.ref(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"', 'null')`
-  const text = (column: string) => sql`coalesce(to_json(${sql.ref(column)})::text, 'null')`
+  // JSON.stringify does, and the times are formatted as the summary query formats them. Immutable
+  // (the times are formatted in UTC), so that an import's staging table computes it as a generated
+  // column while the file is still being read.
+  const time = (name: string) => `coalesce('"' || to_char(${name} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"', 'null')`
+  const text = (name: string) => `coalesce(to_json(${name})::text, 'null')`
   await sql`
-    UPDATE placemarks SET
-      summary = '{"id":' || id || ',"name":' || ${text('name')} || ',"description":' || ${text('description')} ||
+    CREATE FUNCTION placemark_summary (id integer, name text, description text, style_id text, folder_path text[],
+      geometry_type text, geometry text, coordinates_raw text, media_links text[], created_at timestamptz,
+      time_begin timestamptz, time_end timestamptz) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+    BEGIN
+      RETURN ${sql.raw(`'{"id":' || id || ',"name":' || ${text('name')} || ',"description":' || ${text('description')} ||
         ',"style_id":' || ${text('style_id')} || ',"folder_path":' || array_to_json(folder_path)::text ||
         ',"geometry_type":' || ${text('geometry_type')} || ',"geometry":' || ${text('geometry')} ||
         ',"coordinates_raw":' || ${text('coordinates_raw')} || ',"media_links":' || array_to_json(media_links)::text ||
         ',"created_at":"' || to_char(date_trunc('milliseconds', created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"' ||
-        ',"time_begin":' || ${time('time_begin')} || ',"time_end":' || ${time('time_end')} || '}',
+        ',"time_begin":' || ${time('time_begin')} || ',"time_end":' || ${time('time_end')} || '}'`)};
+    END
+    $$`.execute(db)
+  await sql`
+    UPDATE placemarks SET
+      summary = placemark_summary(id, name, description, style_id, folder_path, geometry_type, geometry, coordinates_raw,
+        media_links, created_at, time_begin, time_end),
       shape = pg_temp.placemark_pack(geometry::json),
       min_lon = (bbox[1])[0], min_lat = (bbox[1])[1], max_lon = (bbox[0])[0], max_lat = (bbox[0])[1]`.execute(db)
   await sql`DROP FUNCTION pg_temp.placemark_pack(json)`.execute(db)
@@ -178,4 +191,5 @@ export async function up (db: Kysely<unknown>): Promise<void> {
 export async function down (db: Kysely<unknown>): Promise<void> {
   await sql`ALTER TABLE placemarks DROP COLUMN summary, DROP COLUMN shape, DROP COLUMN min_lon, DROP COLUMN min_lat, DROP COLUMN max_lon, DROP COLUMN max_lat`.execute(db)
   await sql`DROP FUNCTION IF EXISTS placemark_shape_intersects(float8[], float8, float8, float8, float8)`.execute(db)
+  await sql`DROP FUNCTION IF EXISTS placemark_summary(integer, text, text, text, text[], text, text, text, text[], timestamptz, timestamptz, timestamptz)`.execute(db)
 }

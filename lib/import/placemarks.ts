@@ -36,49 +36,26 @@ export interface ImportSummary {
   seconds: number
 }
 
-// Column order of the import's staging table (db/placemark-import.ts): the placemarks table's
-// columns, then the key the rows are written to it in.
+// Column order of the import's staging table (db/placemark-import.ts): the placemarks table's columns
+// but those the database derives (the serialized summary, the bounds as float8), then the key the rows
+// are written to the placemarks table in.
 export const COLUMNS = ['id', 'name', 'description', 'style_id', 'folder_path', 'geometry_type', 'geometry', 'coordinates_raw',
   'media_links', 'extended_data', 'bbox', 'event_date', 'event_timestamp', 'event_sort', 'created_at', 'time_begin', 'time_end',
-  'summary', 'shape', 'min_lon', 'min_lat', 'max_lon', 'max_lat', 'spatial_key'] as const
+  'shape', 'spatial_key'] as const
 
 export type Row = [number, string, string | null, string | null, string[], string, string, string, string[], KmlPlacemark['extendedData'], string, string | null, string | null, string | null, string, string | null, string | null,
-  string, number[] | null, number, number, number, number, number]
-
-// A string as the database keeps it: an unpaired surrogate (which UTF-8 cannot hold) becomes U+FFFD.
-const SURROGATE = /[\uD800-\uDFFF]/
-const UNPAIRED = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
-const json = (s: string) => JSON.stringify(SURROGATE.test(s) ? s.replace(UNPAIRED, '\uFFFD') : s)
-const jsonOrNull = (s: string | null) => (s === null ? 'null' : json(s))
-const jsonList = (items: string[]) => `[${items.map(json).join(',')}]`
-
-/**
- * A placemark's summary as the API serializes it: JSON.stringify of db/placemarks.ts toSummary's object,
- * key order included, written out by hand (twice as fast, and an import writes a million of them).
- * Stored at import, so that box answers are these texts joined by commas. `createdAt` is the import's
- * time at millisecond precision, as the database gives it back.
- */
-export function summaryJson (id: number, p: KmlPlacemark, geometry: string, createdAt: string, time: { begin: string | null; end: string | null }): string {
-  return `{"id":${id},"name":${json(p.name)},"description":${jsonOrNull(p.description)},"style_id":${jsonOrNull(p.styleId)},` +
-    `"folder_path":${jsonList(p.folderPath)},"geometry_type":"${p.geometry.type}","geometry":${JSON.stringify(geometry)},` +
-    `"coordinates_raw":${jsonOrNull(p.coordinatesRaw)},"media_links":${jsonList(p.mediaLinks)},"created_at":"${createdAt}",` +
-    `"time_begin":${time.begin === null ? 'null' : `"${time.begin}"`},"time_end":${time.end === null ? 'null' : `"${time.end}"`}}`
-}
+  number[] | null, number]
 
 export function toRow (id: number, p: KmlPlacemark, timeZone: string, createdAt: string): Row {
   const b = boundsOf(p.geometry)
   const when = parseNameDate(p.name, timeZone)
   const time = placemarkTime(p.time)
-  const geometry = JSON.stringify(p.geometry)
   return [
-    id, p.name, p.description, p.styleId, p.folderPath, p.geometry.type, geometry, p.coordinatesRaw,
+    id, p.name, p.description, p.styleId, p.folderPath, p.geometry.type, JSON.stringify(p.geometry), p.coordinatesRaw,
     p.mediaLinks, p.extendedData, `(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`,
     when?.date ?? null, when?.timestamp ?? null, when?.sortKey ?? null, createdAt, time.begin, time.end,
-    summaryJson(id, p, geometry, createdAt, time),
-    // A point's bounds decide exactly: no packed form.
+    // The geometry packed for the box query's exact test; a point's bounds decide by themselves.
     p.geometry.type === 'Point' ? null : packGeometry(p.geometry),
-    // The box type keeps its corners as its lower left and upper right, whichever way they were written.
-    Math.min(b.minLon, b.maxLon), Math.min(b.minLat, b.maxLat), Math.max(b.minLon, b.maxLon), Math.max(b.minLat, b.maxLat),
     hilbertKey((b.minLon + b.maxLon) / 2, (b.minLat + b.maxLat) / 2)
   ]
 }
