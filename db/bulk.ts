@@ -1,8 +1,8 @@
 import type pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 
-/** A column value: text, a number, null, a text array, or an object stored as JSON (jsonb). */
-export type BulkValue = string | number | null | readonly string[] | object
+/** A column value: text, a number, null, a text or float8 array, or an object stored as JSON (jsonb). */
+export type BulkValue = string | number | null | readonly string[] | readonly number[] | object
 
 export interface BulkWriter {
   /** Adds a row (values in the writer's column order; read before it returns, so the array may be reused). A promise only when the database pushes back. */
@@ -36,15 +36,15 @@ const NEEDS_ESCAPE = /[\\\n\r\t]/
 // A value in COPY's text format: backslash, newline, carriage return and tab escaped.
 const copyText = (v: string): string =>
   NEEDS_ESCAPE.test(v) ? v.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t')) : v
-// A PostgreSQL array literal of texts.
-const arrayLiteral = (items: readonly string[]) => `{${items.map((s) => `"${s.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`
+// A PostgreSQL array literal of texts or numbers.
+const arrayLiteral = (items: readonly (string | number)[]) => `{${items.map((s) => (typeof s === 'number' ? String(s) : `"${s.replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`
 
 function copyValue (v: BulkValue, json: boolean): string {
   if (v === null) return '\\N'
   if (json) return copyText(JSON.stringify(v))
   if (typeof v === 'number') return String(v)
   if (typeof v === 'string') return copyText(v)
-  if (Array.isArray(v)) return copyText(arrayLiteral(v as readonly string[]))
+  if (Array.isArray(v)) return copyText(arrayLiteral(v as readonly (string | number)[]))
   return copyText(JSON.stringify(v))
 }
 

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import type { Database } from './types.ts'
-import { splitBox, type Box } from '../lib/geo/box.ts'
+import { intersectsBox, splitBox, type Box, type Geometry } from '../lib/geo/box.ts'
 import type { PlacemarkDetailT, PlacemarkSummaryT, StatsT, TimelineEventT } from '../schemas/placemarks.ts'
 
 type Db = Kysely<Database>
@@ -93,21 +93,64 @@ function boxLiteral (b: Box): string {
   return `(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`
 }
 
+/** A box answer's placemarks: their stored summaries joined by commas, and how many there are. */
+export interface BoxAnswer { json: string; count: number }
+
+// One planar half of the box: the GiST index's candidates (its `&&` allows PostgreSQL's 1e-6 of slack),
+// the exact test on the bounds' float8 corners, then the geometry's own test only for the rows whose
+// bounds cross the box's edge (a point's bounds, or bounds inside the box, decide by themselves).
+function inHalf (b: Box) {
+  return sql`(p.bbox && ${boxLiteral(b)}::box
+    AND p.min_lon <= ${b.maxLon} AND p.max_lon >= ${b.minLon} AND p.min_lat <= ${b.maxLat} AND p.max_lat >= ${b.minLat}
+    AND (p.shape IS NULL
+      OR (p.min_lon >= ${b.minLon} AND p.max_lon <= ${b.maxLon} AND p.min_lat >= ${b.minLat} AND p.max_lat <= ${b.maxLat})
+      OR placemark_shape_intersects(p.shape, ${b.minLon}, ${b.minLat}, ${b.maxLon}, ${b.maxLat})))`
+}
+
 /**
- * One page of the placemarks whose bounding box overlaps the box (the GiST index; its comparisons are
- * slightly fuzzy, so the caller still tests each geometry), in id order after `after`: candidate ids
- * from an index-only scan (the index includes id), then only the page's rows from the table.
+ * The placemarks intersecting the box (planar ST_Intersects, boundary inclusive; a box crossing the
+ * antimeridian as its two halves), the first `limit` in id order, decided and answered in one
+ * statement: the stored summaries joined there, so that the caller only copies bytes. The planner
+ * chooses between the GiST index (small boxes) and walking the id index until `limit` rows pass
+ * (boxes holding much of the data).
  */
-export async function boxCandidates (db: Db, box: Box, after: number, page: number): Promise<PlacemarkSummaryT[]> {
-  const overlap = sql.join(splitBox(box).map((b) => sql`bbox && ${boxLiteral(b)}::box`), sql` OR `)
-  const { rows } = await sql<SummaryRow>`
-    WITH ids AS MATERIALIZED (
-      SELECT id FROM placemarks WHERE (${overlap}) AND id > ${after} ORDER BY id LIMIT ${page}
-    )
-    SELECT ${SUMMARY}
-    FROM placemarks p JOIN ids ON ids.id = p.id
-    ORDER BY p.id`.execute(db)
-  return rows.map(toSummary)
+export async function boxAnswer (db: Db, box: Box, limit: number): Promise<BoxAnswer> {
+  try {
+    const { rows: [row] } = await sql<{ json: string | null; count: number }>`
+      SELECT string_agg(s.summary, ',' ORDER BY s.id) AS json, count(*)::int AS count
+      FROM (
+        SELECT p.id, p.summary FROM placemarks p
+        WHERE ${sql.join(splitBox(box).map(inHalf), sql` OR `)}
+        ORDER BY p.id LIMIT ${limit}
+      ) s`.execute(db)
+    return { json: row?.json ?? '', count: row?.count ?? 0 }
+  } catch (err) {
+    // PostgreSQL's float8 arithmetic refuses a product or quotient that underflows to zero (only
+    // coordinates or boxes within about 1e-160 of each other can give one): such a box is answered by
+    // the same test in JavaScript, whose arithmetic rounds to zero.
+    if ((err as { code?: string }).code !== '22003') throw err
+    return boxAnswerTestedHere(db, box, limit)
+  }
+}
+
+async function boxAnswerTestedHere (db: Db, box: Box, limit: number): Promise<BoxAnswer> {
+  const out: string[] = []
+  // Most candidates pass the exact test (points always do), so a page a little over the limit usually suffices.
+  const page = Math.min(limit + 32, 20000)
+  let after = 0
+  for (;;) {
+    const overlap = sql.join(splitBox(box).map((b) => sql`bbox && ${boxLiteral(b)}::box`), sql` OR `)
+    const { rows } = await sql<{ id: number; summary: string; geometry: string }>`
+      SELECT id, summary, geometry FROM placemarks WHERE (${overlap}) AND id > ${after} ORDER BY id LIMIT ${page}`.execute(db)
+    for (const row of rows) {
+      if (intersectsBox(JSON.parse(row.geometry) as Geometry, box)) {
+        out.push(row.summary)
+        if (out.length >= limit) return { json: out.join(','), count: out.length }
+      }
+    }
+    if (rows.length < page) return { json: out.join(','), count: out.length }
+    after = rows[rows.length - 1]!.id
+  }
 }
 
 /**
@@ -121,15 +164,15 @@ export async function placemarkIdsInSpatialOrder (db: Db): Promise<number[]> {
   return rows.map((r) => r.id)
 }
 
-export interface PlacemarkWithBounds { summary: PlacemarkSummaryT; minLon: number; minLat: number; maxLon: number; maxLat: number }
+export interface PlacemarkWithBounds { id: number; geometry: string; json: string; minLon: number; minLat: number; maxLon: number; maxLat: number }
 
-/** These placemarks' summaries and bounding boxes, in the order of the ids given. */
+/** These placemarks' stored summaries, geometries and bounding boxes, in the order of the ids given. */
 export async function placemarksWithBounds (db: Db, ids: number[]): Promise<PlacemarkWithBounds[]> {
-  const { rows } = await sql<SummaryRow & { min_lon: number; min_lat: number; max_lon: number; max_lat: number }>`
-    SELECT ${SUMMARY}, (p.bbox[1])[0] AS min_lon, (p.bbox[1])[1] AS min_lat, (p.bbox[0])[0] AS max_lon, (p.bbox[0])[1] AS max_lat
+  const { rows } = await sql<{ id: number; geometry: string; summary: string; min_lon: number; min_lat: number; max_lon: number; max_lat: number }>`
+    SELECT p.id, p.geometry, p.summary, p.min_lon, p.min_lat, p.max_lon, p.max_lat
     FROM unnest(${ids}::int[]) WITH ORDINALITY AS page(id, n) JOIN placemarks p ON p.id = page.id
     ORDER BY page.n`.execute(db)
-  return rows.map((r) => ({ summary: toSummary(r), minLon: r.min_lon, minLat: r.min_lat, maxLon: r.max_lon, maxLat: r.max_lat }))
+  return rows.map((r) => ({ id: r.id, geometry: r.geometry, json: r.summary, minLon: r.min_lon, minLat: r.min_lat, maxLon: r.max_lon, maxLat: r.max_lat }))
 }
 
 interface TimelineRow {

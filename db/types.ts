@@ -22,6 +22,14 @@ export interface PlacemarkTable {
   time_begin: Date | null
   time_end: Date | null
   created_at: ColumnType<Date, Date | string, never>
+  // The summary as the API serializes it, the bounds' corners as exact float8, and the geometry's
+  // positions packed for the box query's exact test (null for a point): migration 015.
+  summary: string
+  min_lon: number
+  min_lat: number
+  max_lon: number
+  max_lat: number
+  shape: number[] | null
 }
 
 export interface StyleTable {

@@ -13,6 +13,7 @@ import * as audit from './011_audit.ts'
 import * as placemarkSearch from './012_placemark_search.ts'
 import * as activityDailyCovering from './013_activity_daily_covering.ts'
 import * as placemarkTime from './014_placemark_time.ts'
+import * as placemarkBoxAnswer from './015_placemark_box_answer.ts'
 import * as activityNewcomers from './016_activity_newcomers.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
@@ -31,5 +32,6 @@ export const migrations: Record<string, Migration> = {
   '012_placemark_search': placemarkSearch,
   '013_activity_daily_covering': activityDailyCovering,
   '014_placemark_time': placemarkTime,
+  '015_placemark_box_answer': placemarkBoxAnswer,
   '016_activity_newcomers': activityNewcomers
 }

@@ -4,7 +4,8 @@
  */
 import { readKmlBatches, type DecodeReport, type KmlLimits, type KmlPlacemark } from '../kml/reader.ts'
 import { parseNameDate } from '../timeline/name-date.ts'
-import { boundsOf } from '../geo/box.ts'
+import { boundsOf, packGeometry } from '../geo/box.ts'
+import { hilbertKey } from '../geo/hilbert.ts'
 import { placemarkTime } from '../kml/time.ts'
 
 export interface ImportOptions {
@@ -35,11 +36,15 @@ export interface ImportSummary {
   seconds: number
 }
 
-// Column order of the shadow table's COPY and of the batch insert.
+// Column order of the import's staging table (db/placemark-import.ts): the placemarks table's columns
+// but those the database derives (the serialized summary, the bounds as float8), then the key the rows
+// are written to the placemarks table in.
 export const COLUMNS = ['id', 'name', 'description', 'style_id', 'folder_path', 'geometry_type', 'geometry', 'coordinates_raw',
-  'media_links', 'extended_data', 'bbox', 'event_date', 'event_timestamp', 'event_sort', 'created_at', 'time_begin', 'time_end'] as const
+  'media_links', 'extended_data', 'bbox', 'event_date', 'event_timestamp', 'event_sort', 'created_at', 'time_begin', 'time_end',
+  'shape', 'spatial_key'] as const
 
-export type Row = [number, string, string | null, string | null, string[], string, string, string, string[], KmlPlacemark['extendedData'], string, string | null, string | null, string | null, string, string | null, string | null]
+export type Row = [number, string, string | null, string | null, string[], string, string, string, string[], KmlPlacemark['extendedData'], string, string | null, string | null, string | null, string, string | null, string | null,
+  number[] | null, number]
 
 export function toRow (id: number, p: KmlPlacemark, timeZone: string, createdAt: string): Row {
   const b = boundsOf(p.geometry)
@@ -48,7 +53,10 @@ export function toRow (id: number, p: KmlPlacemark, timeZone: string, createdAt:
   return [
     id, p.name, p.description, p.styleId, p.folderPath, p.geometry.type, JSON.stringify(p.geometry), p.coordinatesRaw,
     p.mediaLinks, p.extendedData, `(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`,
-    when?.date ?? null, when?.timestamp ?? null, when?.sortKey ?? null, createdAt, time.begin, time.end
+    when?.date ?? null, when?.timestamp ?? null, when?.sortKey ?? null, createdAt, time.begin, time.end,
+    // The geometry packed for the box query's exact test; a point's bounds decide by themselves.
+    p.geometry.type === 'Point' ? null : packGeometry(p.geometry),
+    hilbertKey((b.minLon + b.maxLon) / 2, (b.minLat + b.maxLat) / 2)
   ]
 }
 

@@ -98,16 +98,15 @@ export type { DecodeReport }
 
 const size = (chars: number) => (chars % MiB === 0 ? `${chars} characters (${chars / MiB} MiB)` : `${chars} characters`)
 
-// gx:Track and gx:MultiTrack share the reason 'Track' so reports group them together. No prototype: an
-// element named `constructor` or `toString` is no geometry.
-const UNSUPPORTED_GEOMETRY: Record<string, string> = {
-  __proto__: null,
-  MultiGeometry: 'MultiGeometry',
-  Model: 'Model',
-  Track: 'Track',
-  MultiTrack: 'Track',
-  LinearRing: 'LinearRing'
-}
+// gx:Track and gx:MultiTrack share the reason 'Track' so reports group them together. A Map: an element
+// named `constructor` or `toString` is no geometry.
+const UNSUPPORTED_GEOMETRY = new Map([
+  ['MultiGeometry', 'MultiGeometry'],
+  ['Model', 'Model'],
+  ['Track', 'Track'],
+  ['MultiTrack', 'Track'],
+  ['LinearRing', 'LinearRing']
+])
 // Features other than Placemark carry no geometry we import, but are reported rather than dropped.
 const OTHER_FEATURES = new Set(['GroundOverlay', 'ScreenOverlay', 'PhotoOverlay', 'NetworkLink'])
 // Shared styles live at Document (or, leniently, Folder) level; elsewhere a Style is inline to a feature.
@@ -298,7 +297,8 @@ function tooManyPoints (p: PlacemarkState, maxPoints: number): KmlError {
 function buildGeometry (p: PlacemarkState, maxPoints: number): { geometry: KmlGeometry; raw: string } | string {
   if (p.geometry === null) return 'no geometry'
   const point = p.geometry === 'Point'
-  if (!point && p.geometry !== 'LineString' && UNSUPPORTED_GEOMETRY[p.geometry]) return UNSUPPORTED_GEOMETRY[p.geometry]
+  const unsupported = point || p.geometry === 'LineString' ? undefined : UNSUPPORTED_GEOMETRY.get(p.geometry)
+  if (unsupported) return unsupported
   if (p.geometry === 'Polygon') {
     if (p.outer === null) return 'invalid coordinates'
     const rings: Position[][] = []
@@ -479,7 +479,7 @@ export async function * readKmlBatches (chunks: AsyncIterable<string | Buffer>, 
       if (rel === 1) {
         if (local === 'name' || local === 'description' || local === 'styleUrl') frame.capture = true
         // (ExtendedData, in nearly every placemark, skips the lookup of a name that is not there.)
-        else if (p.geometry === null && (local === 'Point' || local === 'LineString' || local === 'Polygon' || (local !== 'ExtendedData' && UNSUPPORTED_GEOMETRY[local]))) {
+        else if (p.geometry === null && (local === 'Point' || local === 'LineString' || local === 'Polygon' || (local !== 'ExtendedData' && UNSUPPORTED_GEOMETRY.has(local)))) {
           p.geometry = local
           p.geometryDepth = depth
           p.geometryOpen = true

@@ -1,10 +1,10 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
-import { intersectsBox, type Box, type Geometry } from '../../lib/geo/box.ts'
-import { BoxIndexBuilder, joinSummaries, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
+import type { Box } from '../../lib/geo/box.ts'
+import { BoxIndexBuilder, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
 import { summaryPieces } from '../../lib/placemarks/box-answer.ts'
-import { boxCandidates, placemarkIdsInSpatialOrder, placemarksWithBounds, type PlacemarkWithBounds } from '../../db/placemarks.ts'
+import { boxAnswer, placemarkIdsInSpatialOrder, placemarksWithBounds, type PlacemarkWithBounds } from '../../db/placemarks.ts'
 import type { Database } from '../../db/types.ts'
 
 declare module 'fastify' {
@@ -136,26 +136,11 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
   })
 }, { name: 'box-index', dependencies: ['config', 'db', 'dataset-cache'] })
 
-/**
- * The box query on the database: candidates by bounding box from the GiST index, in id order, then
- * the exact ST_Intersects-like test on each geometry; the summaries serialized as the index keeps them.
- */
+/** The box query on the database (db/placemarks.ts boxAnswer): the stored summaries, joined there. */
 export async function placemarksInBox (db: Kysely<Database>, box: Box, limit: number): Promise<SummaryBytes> {
-  const out: string[] = []
-  // Most candidates pass the exact test (points always do), so a page a little over the limit usually suffices.
-  const page = Math.min(limit + 32, 20000)
-  let after = 0
-  for (;;) {
-    const rows = await boxCandidates(db, box, after, page)
-    for (const row of rows) {
-      if (intersectsBox(JSON.parse(row.geometry) as Geometry, box)) {
-        out.push(JSON.stringify(row))
-        if (out.length >= limit) return joinSummaries(out)
-      }
-    }
-    if (rows.length < page) return joinSummaries(out)
-    after = rows[rows.length - 1]!.id
-  }
+  const { json, count } = await boxAnswer(db, box, limit)
+  const bytes = Buffer.from(json)
+  return { count, byteLength: bytes.length, copyTo: (target, offset) => { bytes.copy(target, offset) } }
 }
 
 /**
@@ -170,7 +155,7 @@ export async function loadBoxIndex (db: Kysely<Database>, opts: { maxBytes: numb
   const order = await placemarkIdsInSpatialOrder(db)
   const add = (builder: BoxIndexBuilder, rows: PlacemarkWithBounds[]) => {
     for (const row of rows) {
-      builder.add({ id: row.summary.id, minLon: row.minLon, minLat: row.minLat, maxLon: row.maxLon, maxLat: row.maxLat, geometry: row.summary.geometry, json: summaryPieces(JSON.stringify(row.summary)) })
+      builder.add({ ...row, json: summaryPieces(row.json) })
     }
   }
   // The size first, from placemarks spread evenly over the order, indexed the same way.
