@@ -83,7 +83,7 @@ export function procMemory (status: string): { rss_mib: number; peak_rss_mib: nu
 
 /** Whether a figure's name ends in a size label, `(1M)`, `(10M)`, `(100k)`: a figure of --scale. */
 export function isScaleFigure (name: string): boolean {
-  return /\((\d+[kM]|\d+)\)$/.test(name)
+  return /\(\d+[kM]\)$/.test(name)
 }
 
 /** The targets of one size: those whose name ends in `(<label>)`, e.g. `start to ready (1M)`. */

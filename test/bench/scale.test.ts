@@ -65,6 +65,7 @@ t.test('targets of one size, and the other modes leave them alone', async (t) =>
   t.ok(isScaleFigure('import (1M)'))
   t.ok(isScaleFigure('server RSS after load (100k)'))
   t.notOk(isScaleFigure('import'))
+  t.notOk(isScaleFigure('placemarks page (10)'), 'a count in parentheses is no size')
   t.notOk(isScaleFigure('bbox (random city boxes, 32 connections)'))
   t.notOk(isScaleFigure('ingestion (API, batches of 1000)'))
 })
