@@ -142,6 +142,23 @@ async function dropIndexes (client: pg.PoolClient, table: string): Promise<strin
   return rebuild
 }
 
+/** A load's summary from the counts of what it stored; `read` events were read in all, since `started`. */
+function loadSummary (s: { events: number; guilds: number; users: number; days: number; types: Record<string, number> | null }, duplicates: number, read: number, started: number): LoadSummary {
+  const types = s.types ?? {}
+  const seconds = (performance.now() - started) / 1000
+  return {
+    events: s.events,
+    duplicates,
+    typing: types.typing ?? 0,
+    messages: types.message ?? 0,
+    types,
+    guilds: s.guilds,
+    users: s.users,
+    days: s.days,
+    seconds,
+    eventsPerSecond: seconds > 0 ? Math.round(read / seconds) : read
+  }
+}
 /**
  * Loads events in one transaction: all of them or, on any error (or LoadAborted from the source),
  * none. Loads run one at a time.
@@ -236,7 +253,6 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
         count(DISTINCT (created_at AT TIME ZONE 'UTC')::date)::int AS days,
         (SELECT json_object_agg(type, n) FROM (SELECT type, count(*)::int AS n FROM load_events GROUP BY type) t) AS types
       FROM load_events`)
-    const types = s.types ?? {}
 
     await client.query(`INSERT INTO activity_events (${STORED_COLUMNS.join(', ')})
       SELECT ${STORED_COLUMNS.join(', ')} FROM load_events ORDER BY ord`)
@@ -254,19 +270,7 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
       await handle.pool.query('VACUUM (ANALYZE) activity_daily, activity_users').catch(() => {})
       await handle.pool.query('ANALYZE activity_events').catch(() => {})
     }
-    const seconds = (performance.now() - started) / 1000
-    return {
-      events: s.events,
-      duplicates,
-      typing: types.typing ?? 0,
-      messages: types.message ?? 0,
-      types,
-      guilds: s.guilds,
-      users: s.users,
-      days: s.days,
-      seconds,
-      eventsPerSecond: seconds > 0 ? Math.round(n / seconds) : n
-    }
+    return loadSummary(s, duplicates, n, started)
   } catch (err) {
     sink?.abort()
     const rolledBack = await client.query('ROLLBACK').then(() => true, () => false)
@@ -333,20 +337,7 @@ export async function loadBatch (handle: DatabaseHandle, events: readonly Activi
       FROM fresh`, columns)
     await client.query('COMMIT')
     client.release()
-    const types = s.types ?? {}
-    const seconds = (performance.now() - started) / 1000
-    return {
-      events: s.events,
-      duplicates: s.duplicates,
-      typing: types.typing ?? 0,
-      messages: types.message ?? 0,
-      types,
-      guilds: s.guilds,
-      users: s.users,
-      days: s.days,
-      seconds,
-      eventsPerSecond: seconds > 0 ? Math.round(events.length / seconds) : events.length
-    }
+    return loadSummary(s, s.duplicates, events.length, started)
   } catch (err) {
     const rolledBack = await client.query('ROLLBACK').then(() => true, () => false)
     client.release(rolledBack ? undefined : true)

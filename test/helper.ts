@@ -10,7 +10,9 @@ import fp from 'fastify-plugin'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import app, { serverOptions } from '../app.ts'
 import { loadConfig, type Config } from '../lib/config.ts'
+import { Migrator } from 'kysely'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
+import { migrations } from '../db/migrations/index.ts'
 import { openKmlSource } from '../lib/kml/source.ts'
 import { importPlacemarks } from '../db/placemark-import.ts'
 import { seedSample } from '../db/sample/seed.ts'
@@ -251,4 +253,18 @@ export async function freePort (): Promise<number> {
   const { port } = server.address() as AddressInfo
   await new Promise((resolve) => server.close(resolve))
   return port
+}
+
+/** An empty database of the kind, closed when the test ends, and a step that migrates it up to a named migration. */
+export async function unmigratedDatabase (t: Teardown, kind: DbKind): Promise<{ handle: DatabaseHandle; step: (target: string) => Promise<void> }> {
+  const handle = kind === 'postgres'
+    ? await openDatabase({ url: await createPostgresDatabase(t), poolMax: 2 })
+    : await openDatabase({ pgliteDir: 'memory://' })
+  t.teardown(() => handle.close())
+  const migrator = new Migrator({ db: handle.db, provider: { getMigrations: async () => migrations } })
+  const step = async (target: string) => {
+    const { error } = await migrator.migrateTo(target)
+    if (error) throw error
+  }
+  return { handle, step }
 }

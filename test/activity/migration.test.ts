@@ -1,28 +1,12 @@
-import t, { type Test } from 'tap'
-import { Migrator, sql } from 'kysely'
-import { openDatabase } from '../../db/index.ts'
-import { migrations } from '../../db/migrations/index.ts'
+import t from 'tap'
+import { sql } from 'kysely'
 import { ghostsForGuild } from '../../db/activity.ts'
-import { createPostgresDatabase, dbKinds, type DbKind } from '../helper.ts'
-
-// An empty database of the kind, and a step that migrates it up to a named migration.
-async function unmigrated (t: Test, kind: DbKind) {
-  const handle = kind === 'postgres'
-    ? await openDatabase({ url: await createPostgresDatabase(t), poolMax: 2 })
-    : await openDatabase({ pgliteDir: 'memory://' })
-  t.teardown(() => handle.close())
-  const migrator = new Migrator({ db: handle.db, provider: { getMigrations: async () => migrations } })
-  const step = async (target: string) => {
-    const { error } = await migrator.migrateTo(target)
-    if (error) throw error
-  }
-  return { handle, step }
-}
+import { dbKinds, unmigratedDatabase } from '../helper.ts'
 
 // A database filled under the first activity schema keeps its rows through 004 and answers ghosts.
 for (const kind of dbKinds) {
   t.test(`004 reshapes filled activity tables on ${kind}`, async (t) => {
-    const { handle, step } = await unmigrated(t, kind)
+    const { handle, step } = await unmigratedDatabase(t, kind)
     await step('003_activity')
     await sql`INSERT INTO activity_events (guild_id, channel_id, user_id, username, type, created_at) VALUES
       ('g', 'c', 'b', 'bee', 'typing', '2025-03-01T10:00:00Z'), ('g', 'c', 'a', 'ay', 'typing', '2025-03-01T11:00:00Z')`.execute(handle.db)
@@ -50,7 +34,7 @@ for (const kind of dbKinds) {
 // Stored typing and message events go through 008 unchanged, gain a storage order, and take every type after it.
 for (const kind of dbKinds) {
   t.test(`008 keeps stored events and takes every type on ${kind}`, async (t) => {
-    const { handle, step } = await unmigrated(t, kind)
+    const { handle, step } = await unmigratedDatabase(t, kind)
     await step('007_change_bus')
     await sql`INSERT INTO activity_events (guild_id, channel_id, user_id, username, type, created_at) VALUES
       ('g', 'c', 'b', 'bee', 'typing', '2025-03-01T10:00:00Z'), ('g', 'c', 'b', 'bee', 'message', '2025-03-02T11:00:00Z')`.execute(handle.db)

@@ -10,10 +10,8 @@ import { Readable } from 'node:stream'
 import { mkdtempSync, rmSync, createReadStream } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Migrator, sql, type Kysely } from 'kysely'
-import { buildTestApp, createPostgresDatabase, dbKinds, openTestDatabase } from '../helper.ts'
-import { openDatabase } from '../../db/index.ts'
-import { migrations } from '../../db/migrations/index.ts'
+import { sql, type Kysely } from 'kysely'
+import { buildTestApp, dbKinds, openTestDatabase, unmigratedDatabase } from '../helper.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
 import { boxAnswer, SUMMARY, toSummary, type SummaryRow } from '../../db/placemarks.ts'
 import type { Database } from '../../db/types.ts'
@@ -173,15 +171,7 @@ for (const kind of dbKinds) {
   })
 
   t.test(`migration 015 fills the rows of a dataset imported before it, on ${kind}`, async (t) => {
-    const handle = kind === 'postgres'
-      ? await openDatabase({ url: await createPostgresDatabase(t), poolMax: 2 })
-      : await openDatabase({ pgliteDir: 'memory://' })
-    t.teardown(() => handle.close())
-    const migrator = new Migrator({ db: handle.db, provider: { getMigrations: async () => migrations } })
-    const step = async (target: string) => {
-      const { error } = await migrator.migrateTo(target)
-      if (error) throw error
-    }
+    const { handle, step } = await unmigratedDatabase(t, kind)
     await step('014_placemark_time')
     // The rows as the import wrote them then: its columns, created_at at microseconds as now() gives it.
     const placemarks: KmlPlacemark[] = []
