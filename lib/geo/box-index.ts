@@ -24,10 +24,15 @@ export interface SummaryBytes {
   copyTo(target: Buffer, offset: number): void
 }
 
-/** The same from summaries serialized one by one (the database path). */
+/** The same from `count` summaries already joined by commas (the database path joins them in SQL). */
+export function joinedSummaries (joined: string, count: number): SummaryBytes {
+  const bytes = Buffer.from(joined)
+  return { count, byteLength: bytes.length, copyTo: (target, offset) => { bytes.copy(target, offset) } }
+}
+
+/** The same from summaries serialized one by one. */
 export function joinSummaries (summaries: string[]): SummaryBytes {
-  const bytes = Buffer.from(summaries.join(','))
-  return { count: summaries.length, byteLength: bytes.length, copyTo: (target, offset) => { bytes.copy(target, offset) } }
+  return joinedSummaries(summaries.join(','), summaries.length)
 }
 
 const COMMA = 0x2c

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
 import type { Box } from '../../lib/geo/box.ts'
-import { BoxIndexBuilder, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
+import { BoxIndexBuilder, joinedSummaries, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
 import { summaryPieces } from '../../lib/placemarks/box-answer.ts'
 import { boxAnswer, placemarkIdsInSpatialOrder, placemarksWithBounds, type PlacemarkWithBounds } from '../../db/placemarks.ts'
 import type { Database } from '../../db/types.ts'
@@ -139,8 +139,7 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
 /** The box query on the database (db/placemarks.ts boxAnswer): the stored summaries, joined there. */
 export async function placemarksInBox (db: Kysely<Database>, box: Box, limit: number): Promise<SummaryBytes> {
   const { json, count } = await boxAnswer(db, box, limit)
-  const bytes = Buffer.from(json)
-  return { count, byteLength: bytes.length, copyTo: (target, offset) => { bytes.copy(target, offset) } }
+  return joinedSummaries(json, count)
 }
 
 /**
