@@ -25,10 +25,24 @@ export default fp(async function retention (app: FastifyInstance) {
       app.log.warn({ err }, 'retention run failed; retried within the hour')
     }
   }
+  // The run under way, if any: awaited on close (so that no delete meets a closed pool) and by idle().
+  let running: Promise<void> = Promise.resolve()
+  const start = () => { running = running.then(run) }
   let timer: NodeJS.Timeout | undefined
+  app.decorate('retention', { idle: () => running })
   app.addHook('onReady', async () => {
-    void run()
-    timer = setInterval(() => { void run() }, EVERY_MS).unref()
+    start()
+    timer = setInterval(start, EVERY_MS).unref()
   })
-  app.addHook('onClose', async () => { clearInterval(timer) })
+  app.addHook('onClose', async () => {
+    clearInterval(timer)
+    await running
+  })
 }, { name: 'retention', dependencies: ['db', 'auth'] })
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The retention rule's runs (at start, then hourly): idle() settles when the current one has. */
+    retention: { idle(): Promise<void> }
+  }
+}

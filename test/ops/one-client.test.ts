@@ -158,7 +158,9 @@ t.test('the health probes ping the database at most once a second; TRUST_PROXY=t
   await app.ready()
   t.teardown(() => app.close())
   t.ok(lines.some((l) => /TRUST_PROXY=true trusts the client-supplied/.test(l)), 'a warning at start steers to a hop count')
+  // The start's background work (the box index's load, the retention rule's deletes) is over first.
   await app.boxIndex.idle()
+  await app.retention.idle()
   // Every database round trip checks a connection out of the pool: counted as they happen (the
   // server's own statistics reach pg_stat_database up to a second late, so they cannot tell).
   let checkouts = 0
