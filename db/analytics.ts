@@ -225,28 +225,39 @@ export interface MemberCounts extends SuspicionCounts {
   score: number
 }
 
-// The suspicion score as SQL, from a member's counts t, m, d, rc, p, pm, rl, rf and nc (0 or 1) and `f`, the
+// The suspicion score as SQL, from a member's counts t, m, d, rc, p, pm, rl, rf (int8) and nc (0 or 1) and `f`, the
 // double sum of the weighted factors but newcomer (an integer 0 or 10, which moves no fraction): that sum
 // rounded half up, unless its fraction is within 1e-9 of a half (the double is within some 1e-13 of the
-// exact sum, but on the wrong side of the half it would round the wrong way): there the exact sum of the
-// fractions over their common denominator, in numeric (exact integers of any size).
-const SCORE = `CASE WHEN abs(f - floor(f) - 0.5) > 1e-9 THEN floor(f + 0.5)::int + 10 * nc ELSE div(
-    2 * (25 * t::numeric * bp * bm * brl + 20 * pm::numeric * atm * bm * brl + 20 * least(d, bm)::numeric * atm * bp * brl
-      + 10 * rf::numeric * atm * bp * bm + (3 * least(rc, 5) + 10 * nc)::numeric * atm * bp * bm * brl)
-    + atm::numeric * bp * bm * brl,
-    2 * atm::numeric * bp * bm * brl)::int END`
-// The double sum of the factors but newcomer, over a member's summed counts.
-const FLOAT_SUM = `CASE WHEN sum(t) + sum(m) > 0 THEN 25 * sum(t)::float8 / (sum(t) + sum(m)) ELSE 0 END
-    + CASE WHEN sum(p) > 0 THEN 20 * sum(pm)::float8 / sum(p) ELSE 0 END
-    + 20 * least(sum(d), greatest(sum(m), 1))::float8 / greatest(sum(m), 1) + 3 * least(sum(rc), 5)
-    + CASE WHEN sum(rl) > 0 THEN 10 * sum(rf)::float8 / sum(rl) ELSE 0 END`
+// exact sum, but on the wrong side of the half it would round the wrong way). There, the exact sum of the
+// fractions over their common denominator D (the product of the four denominators): twice the numerator
+// plus D, divided by 2 x D. Every term is at most 25 x D and the whole at most 201 x D, so below D = 4e16
+// it is exact in int8; past it, in numeric (exact integers of any size, and slower). Small counts make
+// exact halves common (a member with one typing and one message has 12.5): about one member in ten.
+function exactScore (cast: '' | '::numeric'): string {
+  const [a, p, m, r] = ['t + m', 'p', 'm', 'rl'].map((x) => `greatest(${x}, 1)${cast}`)
+  const d = `${a} * ${p} * ${m} * ${r}`
+  const twice = `2 * (25 * t${cast} * ${p} * ${m} * ${r} + 20 * pm${cast} * ${a} * ${m} * ${r} + 20 * least(d, greatest(m, 1))${cast} * ${a} * ${p} * ${r}
+      + 10 * rf${cast} * ${a} * ${p} * ${m} + (3 * least(rc, 5) + 10 * nc)${cast} * ${d}) + ${d}`
+  // int8 division truncates, which is the floor of a positive quotient; numeric's div() likewise.
+  return cast === '' ? `((${twice}) / (2 * ${d}))::int` : `div(${twice}, 2 * ${d})::int`
+}
+export const SUSPICION_SCORE = `CASE WHEN abs(f - floor(f) - 0.5) > 1e-9 THEN floor(f + 0.5)::int + 10 * nc
+    WHEN greatest(t + m, 1)::float8 * greatest(p, 1) * greatest(m, 1) * greatest(rl, 1) < 4e16 THEN ${exactScore('')}
+    ELSE ${exactScore('::numeric')} END`
+// The double sum of the factors but newcomer, over a member's counts (`of` names each count's expression).
+export const suspicionFloatSum = (of: (count: string) => string) => `CASE WHEN ${of('t')} + ${of('m')} > 0 THEN 25 * ${of('t')}::float8 / (${of('t')} + ${of('m')}) ELSE 0 END
+    + CASE WHEN ${of('p')} > 0 THEN 20 * ${of('pm')}::float8 / ${of('p')} ELSE 0 END
+    + 20 * least(${of('d')}, greatest(${of('m')}, 1))::float8 / greatest(${of('m')}, 1) + 3 * least(${of('rc')}, 5)
+    + CASE WHEN ${of('rl')} > 0 THEN 10 * ${of('rf')}::float8 / ${of('rl')} ELSE 0 END`
+const COUNTS = ['t', 'm', 'd', 'rc', 'p', 'pm', 'rl', 'rf']
 
 /**
  * The members with an event in the window (every row of the daily rollup, and every group of raw events,
  * holds at least one event) whose suspicion score is at least minScore, by score desc then
  * user id, at most `limit`, with the counts their factors are made of. The score is computed where the
- * rows are (exactly, see SCORE), so only the answer's members leave the database; newcomers are the
- * members whose first event ever falls in the window (none for an open window).
+ * rows are (exactly, see SUSPICION_SCORE), so only the answer's members leave the database; newcomers are
+ * the members whose first event ever falls in the window (none for an open window).
+ * One aggregate pass sums the counts and the double sum; newcomers join by hash; the sort keeps the top.
  */
 export async function suspects (db: Db, q: WindowQuery & { minScore: number; limit: number }): Promise<MemberCounts[]> {
   const parts = memberParts(q.guildId, q, {
@@ -260,25 +271,18 @@ export async function suspects (db: Db, q: WindowQuery & { minScore: number; lim
     rf: ['fast_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms < 3000)"]
   })
   // A member's first event ever is in the window exactly when it is at or after since: they have one in it.
-  const newcomers = q.since === null
-    ? sql`SELECT NULL::text AS user_id WHERE false`
-    : sql`SELECT user_id FROM activity_users WHERE guild_id = ${q.guildId} AND first_seen_at >= ${iso(q.since)}::timestamptz`
+  const newcomer = q.since === null
+    ? sql`SELECT w.*, 0 AS nc FROM w`
+    : sql`SELECT w.*, (n.user_id IS NOT NULL)::int AS nc FROM w
+      LEFT JOIN activity_users n ON n.guild_id = ${q.guildId} AND n.user_id = w.user_id AND n.first_seen_at >= ${iso(q.since)}::timestamptz`
   const { rows } = await grouping(db, (trx) => sql<{ user_id: string; username: string; score: number; nc: number; t: number; m: number; d: number; rc: number; p: number; pm: number; rl: number; rf: number }>`
     WITH w AS (
-      SELECT user_id, sum(t)::int8 AS t, sum(m)::int8 AS m, sum(d)::int8 AS d, sum(rc)::int8 AS rc, sum(p)::int8 AS p, sum(pm)::int8 AS pm,
-        sum(rl)::int8 AS rl, sum(rf)::int8 AS rf, ${sql.raw(FLOAT_SUM)} AS f,
-        greatest(sum(t) + sum(m), 1) AS atm, greatest(sum(p), 1) AS bp, greatest(sum(m), 1) AS bm, greatest(sum(rl), 1) AS brl
+      SELECT user_id, ${sql.raw(COUNTS.map((c) => `sum(${c})::int8 AS ${c}`).join(', '))}, ${sql.raw(suspicionFloatSum((c) => `sum(${c})`))} AS f
       FROM (${parts}) parts GROUP BY user_id
-    ), scored AS (
-      SELECT * FROM (
-        SELECT user_id, t, m, d, rc, p, pm, rl, rf, nc, ${sql.raw(SCORE)} AS score FROM (
-          SELECT w.*, (w.user_id IN (${newcomers}))::int AS nc FROM w OFFSET 0
-        ) n
-        -- OFFSET 0: not flattened into the next level, so that each is computed once per member.
-        OFFSET 0
-      ) x WHERE score >= ${q.minScore}
     ), top AS (
-      SELECT * FROM scored ORDER BY score DESC, user_id LIMIT ${q.limit}
+      -- OFFSET 0: the score is computed once per member, not again for the filter and the order.
+      SELECT * FROM (SELECT *, ${sql.raw(SUSPICION_SCORE)} AS score FROM (${newcomer}) n OFFSET 0) x
+      WHERE score >= ${q.minScore} ORDER BY score DESC, user_id LIMIT ${q.limit}
     )
     SELECT top.user_id, u.username, top.score, top.nc, top.t::int AS t, top.m::int AS m, top.d::int AS d, top.rc::int AS rc, top.p::int AS p,
       top.pm::int AS pm, top.rl::int AS rl, top.rf::int AS rf
