@@ -4,7 +4,7 @@
  * request path switched on, each registered through the very plugin file the app uses. Prints its
  * port (and, with the bearer check, a valid access token) on stdout once listening.
  *
- *   node --import tsx bench/overhead-server.ts <variant> [piece ...]
+ *   node --import ./scripts/typescript.mjs bench/overhead-server.ts <variant> [piece ...]
  *
  * Variants: `pieces` (the named pieces on a base server), `app` (the whole app, production defaults,
  * on the sample data), `fastify` (a bare Fastify server).

@@ -6,7 +6,7 @@
  * its own process; autocannon loads one at a time in short turns, the order rotating, and each figure is
  * the median of its turns. Prints a Markdown table (the one in docs/performance.md).
  *
- *   node --import tsx bench/overhead.ts [--turns N] [--seconds S]     (npm run bench -- --overhead)
+ *   node --import ./scripts/typescript.mjs bench/overhead.ts [--turns N] [--seconds S]     (npm run bench -- --overhead)
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { availableParallelism } from 'node:os'
@@ -16,7 +16,7 @@ import { createInterface } from 'node:readline'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
-import { projectRoot } from '../test/helper.ts'
+import { projectRoot, typescriptLoader } from '../test/helper.ts'
 import { PATH, PIECES } from './overhead-server.ts'
 
 const { values } = parseArgs({ options: { turns: { type: 'string', default: '5' }, seconds: { type: 'string', default: '2' }, only: { type: 'string' }, extra: { type: 'string' } } })
@@ -46,7 +46,7 @@ interface Running { variant: Variant; child: ChildProcess; base: string; token?:
 async function start (variant: Variant): Promise<Running> {
   // With two cores or more, the servers run on one and the load generator on another, so that neither
   // steals the other's time slices and each turn measures the server alone.
-  const args = ['--import', 'tsx', join(projectRoot, 'bench', 'overhead-server.ts'), ...variant.args]
+  const args = ['--import', typescriptLoader, join(projectRoot, 'bench', 'overhead-server.ts'), ...variant.args]
   const child = spawn(pinned ? 'taskset' : process.execPath, pinned ? ['-c', '1', process.execPath, ...args] : args, {
     cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH }
   })

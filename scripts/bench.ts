@@ -39,7 +39,7 @@ options:
                each piece of the request path on alone, all together, and the whole app
   --scale S    the placemark figures at scale instead, against a PostGIS peer: S is 1m or 10m
                (1,000,000 or 10,000,000 placemarks). Generates the KML in a temporary directory,
-               times our import (node --import tsx scripts/import.ts, as npm run import runs it) and
+               times our import (node --import ./scripts/typescript.mjs scripts/import.ts, as npm run import runs it) and
                GDAL's ogr2ogr (KML driver) loading the same file into a PostGIS table (wall time and
                peak RSS of each, from /proc), starts our server in production (default settings)
                and times start to /health/ready, waits for the box index (its state from /health or
@@ -95,7 +95,7 @@ export const command = defineCommand({ usage: 'npm run bench -- [--quick | --sma
   cli = { quick: values.quick ?? false, small: values.small ?? false, analytics: values.analytics ?? false, events, keep: values.keep ?? false }
   adminUrl = io.env.BENCH_DATABASE_URL ?? adminUrl
   if (values.overhead) {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', 'overhead.ts')], { cwd: root, stdio: 'inherit' })
+    const child = spawn(process.execPath, ['--import', LOADER, join(root, 'bench', 'overhead.ts')], { cwd: root, stdio: 'inherit' })
     const [code] = await once(child, 'exit') as [number | null]
     if (code !== 0) throw new CliError(`bench/overhead.ts failed (exit ${code})`)
     return
@@ -111,6 +111,8 @@ let cli: { quick: boolean; small: boolean; analytics: boolean; events: number | 
 // --quick measures the peers' figures only; its turns are the small run's.
 const small = () => cli.quick || cli.small
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
+// Every process runs the TypeScript sources as `npm start` and the other npm scripts do (scripts/typescript.mjs).
+const LOADER = './scripts/typescript.mjs'
 const sizes = () => ({
   placemarks: small() ? 20_000 : 1_000_000,
   events: cli.events ?? (small() ? 200_000 : 10_000_000),
@@ -240,7 +242,7 @@ async function fetchAnswers (base: string, token: string | null): Promise<Answer
 }
 
 async function startPeer (name: string, answersFile: string): Promise<Side & { child: ChildProcess }> {
-  const { child, value } = await startProcess(['--import', 'tsx', `bench/peers/${name}.ts`, answersFile], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null))
+  const { child, value } = await startProcess(['--import', LOADER, `bench/peers/${name}.ts`, answersFile], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null))
   return { name, base: `http://127.0.0.1:${value}`, child }
 }
 
@@ -346,7 +348,7 @@ async function importPlacemarks (DATABASE_URL: string) {
     await generateKml(kml, sizes().placemarks, 1)
   }
   log(`importing ${kml}`)
-  const imp = await run(process.execPath, ['--import', 'tsx', 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL })
+  const imp = await run(process.execPath, ['--import', LOADER, 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL })
   if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
   const m = /in ([\d.]+) s[\s\S]*peak RSS (\d+) MB/.exec(imp.stdout)
   const seconds = m ? Number(m[1]) : imp.seconds
@@ -356,14 +358,14 @@ async function importPlacemarks (DATABASE_URL: string) {
 
 // --quick: the project's own sample KML, enough for the small answers.
 async function importSample (DATABASE_URL: string) {
-  const imp = await run(process.execPath, ['--import', 'tsx', 'scripts/import.ts', join(root, 'db', 'sample', 'sample.kml')], { DATABASE_URL })
+  const imp = await run(process.execPath, ['--import', LOADER, 'scripts/import.ts', join(root, 'db', 'sample', 'sample.kml')], { DATABASE_URL })
   if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
 }
 
 async function seedActivity (DATABASE_URL: string) {
   log(`seeding ${sizes().events} activity events over ${GUILDS} guilds`)
   // The seed's progress lines are shown as they come: a long seed says how far it is.
-  const act = await run(process.execPath, ['--import', 'tsx', 'scripts/seed-activity.ts', '--guilds', String(GUILDS), '--users', String(sizes().users), '--events', String(sizes().events), '--seed', '7'], { DATABASE_URL },
+  const act = await run(process.execPath, ['--import', LOADER, 'scripts/seed-activity.ts', '--guilds', String(GUILDS), '--users', String(sizes().users), '--events', String(sizes().events), '--seed', '7'], { DATABASE_URL },
     (text) => process.stderr.write(text.replace(/^(?=.)/gm, '  seed: ')))
   if (act.code !== 0) throw new Error(`activity seed failed: ${act.stderr}`)
   results.figures['activity seed'] = { events: sizes().events, guilds: GUILDS, users: sizes().users, seconds: Math.round(act.seconds * 10) / 10, per_second: Math.round(sizes().events / act.seconds) }
@@ -374,7 +376,7 @@ async function seedActivity (DATABASE_URL: string) {
 async function startServer (DATABASE_URL: string): Promise<{ child: ChildProcess; base: string }> {
   const port = 20000 + Math.floor(Math.random() * 20000)
   const base = `http://127.0.0.1:${port}`
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+  const child = spawn(process.execPath, ['--import', LOADER, 'server.ts'], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', API_KEY_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn' }
@@ -653,7 +655,7 @@ async function startProductionServer (name: string, DATABASE_URL: string, env: R
   const port = 20000 + Math.floor(Math.random() * 20000)
   const base = `http://127.0.0.1:${port}`
   const started = performance.now()
-  const child = tracked(track, spawn(process.execPath, ['--import', 'tsx', 'server.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DATABASE_URL, ...productionEnv(port), ...env } }))
+  const child = tracked(track, spawn(process.execPath, ['--import', LOADER, 'server.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DATABASE_URL, ...productionEnv(port), ...env } }))
   while (performance.now() - started < 600_000) {
     if (child.exitCode !== null) throw new Error(`${name}: the server exited with code ${child.exitCode} before it was ready`)
     try { if ((await fetch(`${base}/health/ready`)).status === 200) return { name, base, child, readySeconds: (performance.now() - started) / 1000 } } catch { /* not up yet */ }
@@ -830,10 +832,10 @@ async function mainScale (placemarks: number) {
     results.figures[f('generated KML')] = { placemarks, mib: Math.round(statSync(kml).size / 1048576), seconds: round2((performance.now() - generated) / 1000) }
 
     // Migrated first: the import's figure is the import alone.
-    const migrate = await run(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { DATABASE_URL }, undefined, track)
+    const migrate = await run(process.execPath, ['--import', LOADER, 'scripts/migrate.ts'], { DATABASE_URL }, undefined, track)
     if (migrate.code !== 0) throw new Error(`migrate failed: ${migrate.stderr}`)
     log('importing with npm run import\'s command')
-    const imp = await runMeasured(process.execPath, ['--import', 'tsx', 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL }, track)
+    const imp = await runMeasured(process.execPath, ['--import', LOADER, 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL }, track)
     if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
     const importFigure: Figure = { placemarks, seconds: round2(imp.seconds), per_second: Math.round(placemarks / imp.seconds), peak_rss_mib: imp.peakRssMib ?? NaN }
     results.figures[f('import')] = importFigure
@@ -882,7 +884,7 @@ async function mainScale (placemarks: number) {
     if (!missing) {
       if (track.stopped) throw new Error('interrupted')
       const peerStarted = performance.now()
-      const { child, value } = await startProcess(['--import', 'tsx', 'bench/peers/postgis.ts', PEER_URL], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null))
+      const { child, value } = await startProcess(['--import', LOADER, 'bench/peers/postgis.ts', PEER_URL], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null))
       tracked(track, child)
       peer = { name: 'PostGIS peer', base: `http://127.0.0.1:${value}`, child, readySeconds: (performance.now() - peerStarted) / 1000 }
     }

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { createServer, type AddressInfo } from 'node:net'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { resolve } from 'node:path'
 import pg from 'pg'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
@@ -19,6 +19,8 @@ import { seedSample } from '../db/sample/seed.ts'
 import { seedDemoActivityIfEmpty } from '../db/sample/activity.ts'
 
 export const projectRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
+// The loader every npm script gives to `node --import` (Node's own type stripping, or tsx on Node 20), by its full address.
+export const typescriptLoader = pathToFileURL(resolve(projectRoot, 'scripts', 'typescript.mjs')).href
 export const vegasKmz = resolve(projectRoot, '..', 'shared', 'data', 'vegas-shooting-map.kmz')
 export const vegasAbsent = existsSync(vegasKmz) ? false : `the shared test dataset is absent: ${vegasKmz}`
 

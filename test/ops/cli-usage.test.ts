@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline'
 import { parseEnv } from 'node:util'
 import pg from 'pg'
 import { runScript, runScriptIn, spawnScript } from '../support/run.ts'
-import { buildTestApp, createPostgresDatabase, freePort, openTestDatabase, projectRoot } from '../helper.ts'
+import { buildTestApp, createPostgresDatabase, freePort, openTestDatabase, projectRoot, typescriptLoader } from '../helper.ts'
 import { ConfigSchema, loadConfig } from '../../lib/config.ts'
 import { trustProxySetting } from '../../app.ts'
 import { checkEnvSyntax, EnvFileError, loadEnvFile } from '../../lib/env-file.ts'
@@ -15,7 +15,6 @@ import { browserUrl, logFormat, loggerOptions, startupMessage } from '../../lib/
 import { ByteProgress, formatBytes, formatDuration } from '../../scripts/progress.ts'
 
 const SCRIPTS = ['import', 'import-activity', 'seed-activity', 'generate-kml', 'user-role', 'apikey', 'migrate', 'bench']
-const tsxLoader = import.meta.resolve('tsx')
 const noStack = (text: string) => !/^\s+at /m.test(text)
 
 // About forty Node processes, each loading the TypeScript sources: a busy machine needs more than the default.
@@ -122,7 +121,7 @@ interface Started { lines: string[]; child: ReturnType<typeof spawn>; line: stri
 
 // Starts server.ts and waits for the stdout line that matches; the server is stopped when the test ends.
 async function startServer (t: Test, env: Record<string, string | undefined>, match: RegExp, cwd = projectRoot): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', tsxLoader, join(projectRoot, 'server.ts')], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', typescriptLoader, join(projectRoot, 'server.ts')], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM')

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { projectRoot } from '../helper.ts'
+import { projectRoot, typescriptLoader } from '../helper.ts'
 import { runCommand, type Command } from '../../scripts/cli.ts'
 
 export interface Run { code: number | null; stdout: string; stderr: string }
@@ -37,16 +37,13 @@ export function runScript (script: string, args: string[], env: Env, options: { 
   return runScriptIn(projectRoot, script, args, env, options)
 }
 
-// tsx by its full address, for scripts run from another working directory (where `--import tsx` would not resolve).
-const tsxLoader = import.meta.resolve('tsx')
-
 /**
  * Runs one of the project's scripts as its own Node process, as a user would: for what only a process
  * shows (its exit, signals, a lock held by another process, a terminal).
  */
 export function spawnScript (script: string, args: string[], env: Env, cwd = projectRoot): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', tsxLoader, join(projectRoot, script), ...args], { cwd, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--import', typescriptLoader, join(projectRoot, script), ...args], { cwd, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => { stdout += d })
