@@ -3,11 +3,19 @@ import { errors, fail, Nullable } from './common.ts'
 
 export const GUILD_EXAMPLE = '700000000000000001'
 
+// The window's examples are the 30 days up to the end of the day the server started: the demo activity of
+// the sample data ends at the embedded database's first start, so a fixed date would fall outside it and
+// "Try it out" on the docs page would answer nothing. (Computed once, when the process starts.)
+const DAY_MS = 86_400_000
+const startDay = Math.floor(Date.now() / DAY_MS) * DAY_MS
+export const SINCE_EXAMPLE = new Date(startDay - 30 * DAY_MS).toISOString()
+export const UNTIL_EXAMPLE = new Date(startDay + DAY_MS).toISOString()
+
 // The query parameters every analytics route takes.
 export const windowParams = {
   guildId: Type.String({ minLength: 1, maxLength: 64, description: 'Guild id at the identity provider', examples: [GUILD_EXAMPLE] }),
-  since: Type.Optional(Type.String({ maxLength: 64, description: 'Start of the window, inclusive (ISO 8601; no zone: UTC; a date: its midnight UTC)', examples: ['2025-12-01T00:00:00Z'] })),
-  until: Type.Optional(Type.String({ maxLength: 64, description: 'End of the window, exclusive (ISO 8601); default: now', examples: ['2026-01-01T00:00:00Z'] })),
+  since: Type.Optional(Type.String({ maxLength: 64, description: 'Start of the window, inclusive (ISO 8601; no zone: UTC; a date: its midnight UTC)', examples: [SINCE_EXAMPLE] })),
+  until: Type.Optional(Type.String({ maxLength: 64, description: 'End of the window, exclusive (ISO 8601); default: now', examples: [UNTIL_EXAMPLE] })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'At most this many entries (1..1000, default 100)', examples: [20] }))
 } satisfies TProperties
 

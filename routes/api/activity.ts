@@ -45,7 +45,7 @@ const IngestBody = Type.Object({
 const IngestResponse = Type.Object({
   accepted: Type.Integer({ minimum: 0, description: 'Events stored', examples: [3] }),
   duplicates: Type.Integer({ minimum: 0, description: 'Events skipped: their (guildId, id) was stored already, or came earlier in the batch', examples: [0] })
-}, { title: 'IngestResult', additionalProperties: false })
+}, { title: 'IngestResult', additionalProperties: false, examples: [{ accepted: 3, duplicates: 0 }] })
 
 const InvalidEvents = Type.Object({
   error: Type.String(),

@@ -40,7 +40,7 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
       ].join('\n'),
       security: [{ bearerAuth: [] }],
       querystring: windowQuery({
-        minPresence: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 5, description: 'Least number of presence events in the window (1..1000, default 5)', examples: [3] }))
+        minPresence: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 5, description: 'Least number of presence events in the window (1..1000, default 5)', examples: [2] }))
       }),
       response: {
         200: answer(LurkersResponse, 'The guild\'s lurkers, most present first'),

@@ -7,7 +7,8 @@ import { STATUS_CODES } from 'node:http'
  * - the seed's path, without a trailing slash;
  * - a unique camelCase operationId, a summary, a description and a tag;
  * - every parameter described, with a range (numbers), a length, pattern, format or enum (strings), an
- *   example unless it is an enum, and not required when it has a default;
+ *   example unless it is an enum or a `cursor` (only the server issues one: a written example would be
+ *   refused), and not required when it has a default;
  * - every response described in words (never "Default Response"), with a schema for each content type
  *   (204, 3xx and 304 carry none), at least one success and one documented error;
  * - every error response with examples; an Error body's examples carry the status's reason phrase;
@@ -41,7 +42,7 @@ function parameterProblems (p: Parameter): string[] {
   const schema = p.schema ?? {}
   const label = `${p.in} parameter ${p.name}`
   if (!p.description) problems.push(`${label} has no description`)
-  if (p.example === undefined && p.examples === undefined && schema.enum === undefined) problems.push(`${label} has no example`)
+  if (p.example === undefined && p.examples === undefined && schema.enum === undefined && p.name !== 'cursor') problems.push(`${label} has no example`)
   if (schema.default !== undefined && p.required) problems.push(`${label} has a default but is required`)
   const type = schema.type
   if ((type === 'integer' || type === 'number') && (schema.minimum === undefined || schema.maximum === undefined)) problems.push(`${label} has no range`)

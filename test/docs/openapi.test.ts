@@ -1,7 +1,8 @@
 import t from 'tap'
 import SwaggerParser from '@apidevtools/swagger-parser'
 import type { FastifyInstance } from 'fastify'
-import { buildApp, openTestDatabase, testConfig } from '../helper.ts'
+import { buildApp, buildTestApp, openTestDatabase, testConfig } from '../helper.ts'
+import { DEMO_GUILD_ID } from '../../lib/dev-idp/demo-data.ts'
 import { StandInIdp } from '../support/idp-server.ts'
 import { conventionProblems, routeCollector, type OpenApiDocument } from './conventions.ts'
 
@@ -152,4 +153,41 @@ t.test('the parameter examples work on the sample data', async (t) => {
   t.ok(answers['/api/v1/spatial/bbox'].json().count > 0, 'the bbox example finds sample placemarks')
   t.ok(answers['/api/v1/placemarks'].json().placemarks.length > 0, 'the folder example finds sample placemarks')
   t.ok(answers['/api/v1/placemarks/{id}'].json().extended_data.length > 0, 'the id example has extended data')
+})
+
+t.test('the analytics routes\' parameter examples answer something on the sample data', async (t) => {
+  // The sample data's demo activity ends at its first start (here: now); a guild owner uses "Try it out"
+  // with every example filled in, as the docs page does.
+  const idp = await new StandInIdp().start()
+  t.teardown(() => idp.stop())
+  const handle = await openTestDatabase(t, { sample: true })
+  const app = await buildTestApp(t, handle, {}, idp.env())
+  idp.guilds = [{ id: DEMO_GUILD_ID, name: 'Demo', icon: null, owner: true, permissions: '0' }]
+  const token = (await app.inject('/api/auth/identity?code=ok')).json().accessToken as string
+  const doc = app.swagger() as unknown as { paths: Record<string, Record<string, { tags?: string[]; parameters?: { name: string; in: string; example?: unknown }[] }>> }
+  const answers: Record<string, any> = {}
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    const op = ops.get
+    if (!op?.tags?.includes('Analytics')) continue
+    let url = path
+    const query = new URLSearchParams()
+    for (const p of op.parameters ?? []) {
+      if (p.example === undefined) continue
+      if (p.in === 'path') url = url.replace(`{${p.name}}`, String(p.example))
+      else query.set(p.name, String(p.example))
+    }
+    t.ok(query.has('since') || path === '/api/ghosts', `${path}: a window example`)
+    const res = await app.inject({ url: `${url}?${query}`, headers: { authorization: `Bearer ${token}` } })
+    t.equal(res.statusCode, 200, `${url}?${query}`)
+    answers[path] = res.json()
+  }
+  t.same(Object.keys(answers).sort(), ['/api/clients', '/api/ghosts', '/api/heatmap', '/api/lurkers', '/api/members/{userId}/activity', '/api/roles', '/api/shifts', '/api/suspicion'])
+  t.ok(answers['/api/ghosts'].ghosts.length > 0, 'ghosts')
+  t.ok(answers['/api/lurkers'].lurkers.length > 0, 'lurkers')
+  t.ok(answers['/api/heatmap'].cells.length > 0, 'heatmap')
+  t.ok(answers['/api/roles'].members.length > 0, 'roles')
+  t.ok(answers['/api/clients'].clients.some((c: { users: number }) => c.users > 0), 'clients')
+  t.ok(answers['/api/shifts'].members.length > 0, 'shifts')
+  t.ok(answers['/api/suspicion'].members.length > 0, 'suspicion')
+  t.ok(answers['/api/members/{userId}/activity'].events.length > 0, 'a member\'s timeline')
 })

@@ -65,7 +65,8 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
       querystring: Type.Object({
         ...windowParams,
         types: Type.Optional(Type.String({ maxLength: 200, description: `Comma list of types to keep (${ACTIVITY_TYPES.join(', ')})`, examples: ['message,reaction'] })),
-        cursor: Type.Optional(Type.String({ maxLength: 500, description: 'The `nextCursor` of the previous page', examples: ['WzE3MzU2ODk2MDAwMDAsIjQyIl0.c2lnbmF0dXJl'] }))
+        // No example: a cursor is the server's own (signed, bound to the query), so any written here would be refused.
+        cursor: Type.Optional(Type.String({ maxLength: 500, description: 'The `nextCursor` of the previous page (leave empty for the first page)' }))
       }),
       response: {
         200: answer(MemberActivityResponse, 'A page of the member\'s events, newest first'),
