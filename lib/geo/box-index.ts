@@ -99,13 +99,23 @@ function grown<T extends Float64Array | Uint32Array> (a: T): T {
 
 // An entry whose geometry is a single position: its bounds decide exactly, no packed geometry kept.
 const NO_GEOMETRY = 0xffffffff
+// Packed geometries are stored in arrays of this many numbers (1 MiB); an entry's geometry is at
+// array * PACKED_NUMBERS + its offset in the array, one 32-bit number below NO_GEOMETRY. A geometry
+// longer than that has an array of its own.
+const PACKED_SHIFT = 17
+const PACKED_NUMBERS = 1 << PACKED_SHIFT
+const MAX_PACKED_ARRAYS = 2 ** (32 - PACKED_SHIFT) - 1
 
 /**
  * Collects placemarks, packing their summaries into a few large buffers (repeated pieces once, in a
- * dictionary) and their geometries into one Float64Array (outside the JS heap, so a million of them
- * cost the garbage collector nothing), then builds the index. Entries are stored in the order they are
+ * dictionary) and their geometries into Float64Arrays of 1 MiB (outside the JS heap, so a million of
+ * them cost the garbage collector nothing), then builds the index. Entries are stored in the order they are
  * added: added in spatial order, the data of one box query sits together in memory (a query's hundred
  * reads scattered across hundreds of MB would each miss the CPU's caches).
+ *
+ * Told how many placemarks to expect, it writes their bounds straight into the tree's own storage:
+ * nothing of that size is allocated twice or left for the collector (a million bounds are 32 MB), and
+ * nothing is copied to trim it. Storage that grows does so by arrays of bounded size for the same reason.
  */
 export class BoxIndexBuilder {
   private chunks: Buffer[] = []
@@ -114,29 +124,40 @@ export class BoxIndexBuilder {
   private count = 0
   private ids: Uint32Array
   private starts: Uint32Array
-  // Only while building: the tree is made from them, and keeps them itself.
+  // The tree, its leaves added as entries come, when the number of entries is known; otherwise (or
+  // past that number) the bounds, which the tree is built from at the end.
+  private tree: Flatbush | null = null
   private bounds: Float64Array
   private geometryAt: Uint32Array
-  private packed = new Float64Array(1024)
+  // The packed geometries' arrays; packed[filling] is being filled, up to packedLength.
+  private packed: Float64Array[] = []
+  private filling = -1
   private packedLength = 0
+  private packedNumbers = 0
   private fragmentIds = new Map<string, number>()
   private fragmentTexts: string[] = []
   /** The summaries' bytes as served (what the index would hold without sharing). */
   bytes = 0
   /** The bytes held so far: records, shared pieces and per-entry data. */
   get heldBytes (): number {
-    return this.chunks.reduce((sum, c) => sum + c.length, 0) + this.recordLength + this.fragmentBytes + this.count * 50 + this.packedLength * 8
+    return this.chunks.reduce((sum, c) => sum + c.length, 0) + this.recordLength + this.fragmentBytes + this.count * 50 + this.packedNumbers * 8
   }
 
   private fragmentBytes = 0
 
   /** `expected`: how many placemarks will be added, when known (the per-entry arrays are made that size, not grown). */
-  constructor (expected = 1024) {
-    const n = Math.max(1, expected)
+  constructor (expected?: number) {
+    const n = Math.max(1, expected ?? 1024)
     this.ids = new Uint32Array(n)
     this.starts = new Uint32Array(n)
-    this.bounds = new Float64Array(4 * n)
+    if (expected !== undefined) this.tree = new Flatbush(n)
+    this.bounds = new Float64Array(this.tree ? 0 : 4 * n)
     this.geometryAt = new Uint32Array(n)
+  }
+
+  // The bounds added so far, as a view: a tree's leaves sit right after its 8-byte header, in the order added.
+  private boundsSoFar (): Float64Array {
+    return this.tree ? new Float64Array(this.tree.data, 8, 4 * this.count) : this.bounds.subarray(0, 4 * this.count)
   }
 
   /**
@@ -158,17 +179,28 @@ export class BoxIndexBuilder {
     if (this.recordLength >= CHUNK_BYTES) this.flush()
     const i = this.count++
     if (i === this.ids.length) {
+      // More than expected: the bounds move out of the tree, which is built at the end.
+      if (this.tree) {
+        this.bounds = new Float64Array(8 * i)
+        this.bounds.set(new Float64Array(this.tree.data, 8, 4 * i))
+        this.tree = null
+      } else {
+        this.bounds = grown(this.bounds)
+      }
       this.ids = grown(this.ids)
-      this.bounds = grown(this.bounds)
       this.starts = grown(this.starts)
       this.geometryAt = grown(this.geometryAt)
     }
     this.ids[i] = p.id
-    const b = this.bounds
-    b[4 * i] = p.minLon
-    b[4 * i + 1] = p.minLat
-    b[4 * i + 2] = p.maxLon
-    b[4 * i + 3] = p.maxLat
+    if (this.tree) {
+      this.tree.add(p.minLon, p.minLat, p.maxLon, p.maxLat)
+    } else {
+      const b = this.bounds
+      b[4 * i] = p.minLon
+      b[4 * i + 1] = p.minLat
+      b[4 * i + 2] = p.maxLon
+      b[4 * i + 3] = p.maxLat
+    }
     if (this.chunks.length >= MAX_CHUNKS) throw new Error('the placemark summaries pass 4 GiB')
     this.starts[i] = this.chunks.length * CHUNK_BYTES + this.recordLength
     // The summary's length first: answers are sized without decoding.
@@ -241,12 +273,37 @@ export class BoxIndexBuilder {
     this.record[this.recordLength++] = v
   }
 
+  // Where the numbers are stored: array * PACKED_NUMBERS + offset.
   private pack (numbers: number[]): number {
+    const n = numbers.length
+    this.packedNumbers += n
+    const packed = this.packed
+    if (n > PACKED_NUMBERS) {
+      // An array of its own.
+      if (packed.length >= MAX_PACKED_ARRAYS) throw new Error('the packed geometries pass 32 GiB')
+      packed.push(Float64Array.from(numbers))
+      return (packed.length - 1) * PACKED_NUMBERS
+    }
+    let f = this.filling
+    if (f === -1 || this.packedLength + n > packed[f].length) {
+      if (f !== -1 && this.packedLength + n <= PACKED_NUMBERS) {
+        // A first array smaller than the full size doubles up to it (small indexes stay small).
+        let size = packed[f].length * 2
+        while (size < this.packedLength + n) size *= 2
+        const larger = new Float64Array(Math.min(size, PACKED_NUMBERS))
+        larger.set(packed[f].subarray(0, this.packedLength))
+        packed[f] = larger
+      } else {
+        if (packed.length >= MAX_PACKED_ARRAYS) throw new Error('the packed geometries pass 32 GiB')
+        packed.push(new Float64Array(f === -1 ? Math.min(PACKED_NUMBERS, Math.max(1024, n)) : PACKED_NUMBERS))
+        this.filling = f = packed.length - 1
+        this.packedLength = 0
+      }
+    }
     const at = this.packedLength
-    while (at + numbers.length > this.packed.length) this.packed = grown(this.packed)
-    this.packed.set(numbers, at)
-    this.packedLength += numbers.length
-    return at
+    packed[f].set(numbers, at)
+    this.packedLength += n
+    return f * PACKED_NUMBERS + at
   }
 
   private flush (): void {
@@ -264,9 +321,24 @@ export class BoxIndexBuilder {
     for (let k = 0, at = 0; k < this.fragmentTexts.length; k++) fragmentStarts[k + 1] = at += Buffer.byteLength(this.fragmentTexts[k])
     // Arrays of the right size are kept as they are; others are copied to their size.
     const fit = <T extends Uint32Array | Float64Array>(a: T, length: number): T => (a.length === length ? a : a.slice(0, length) as T)
-    const index = new BoxIndex(n, fit(this.ids, n), this.bounds.subarray(0, 4 * n), this.chunks, fit(this.starts, n),
-      fragments, fragmentStarts, fit(this.geometryAt, n), fit(this.packed, this.packedLength), this.bytes)
+    let tree = this.tree
+    if (n === 0) {
+      tree = null
+    } else if (!tree || tree.numItems !== n) {
+      // Fewer entries than expected (or more): a tree of their number.
+      const b = this.boundsSoFar()
+      tree = new Flatbush(n)
+      for (let i = 0; i < n; i++) tree.add(b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3])
+    }
+    tree?.finish()
+    const packed = this.packed
+    if (this.filling !== -1) packed[this.filling] = fit(packed[this.filling], this.packedLength)
+    const index = new BoxIndex(n, fit(this.ids, n), tree, this.chunks, fit(this.starts, n),
+      fragments, fragmentStarts, fit(this.geometryAt, n), packed, this.bytes)
+    this.tree = null
     this.bounds = new Float64Array(0)
+    this.packed = []
+    this.filling = -1
     this.fragmentIds.clear()
     return index
   }
@@ -303,11 +375,12 @@ export class BoxIndex {
   private readonly fragments: Buffer
   private readonly fragmentStarts: Uint32Array
   private readonly geometryAt: Uint32Array
-  private readonly packed: Float64Array
+  private readonly packed: Float64Array[]
   /** The summaries' bytes as served. */
   readonly bytes: number
-  constructor (size: number, ids: Uint32Array, bounds: Float64Array, chunks: Buffer[], starts: Uint32Array, fragments: Buffer, fragmentStarts: Uint32Array,
-    geometryAt: Uint32Array, packed: Float64Array, bytes: number) {
+  /** `tree`: finished, over the entries' bounds in their order (null when there are none). */
+  constructor (size: number, ids: Uint32Array, tree: Flatbush | null, chunks: Buffer[], starts: Uint32Array, fragments: Buffer, fragmentStarts: Uint32Array,
+    geometryAt: Uint32Array, packed: Float64Array[], bytes: number) {
     this.size = size
     this.ids = ids
     this.chunks = chunks
@@ -317,13 +390,6 @@ export class BoxIndex {
     this.geometryAt = geometryAt
     this.packed = packed
     this.bytes = bytes
-    if (size === 0) {
-      this.tree = null
-      return
-    }
-    const tree = new Flatbush(size)
-    for (let i = 0; i < size; i++) tree.add(bounds[4 * i], bounds[4 * i + 1], bounds[4 * i + 2], bounds[4 * i + 3])
-    tree.finish()
     this.tree = tree
   }
 
@@ -331,8 +397,10 @@ export class BoxIndex {
   get memoryBytes (): number {
     let records = 0
     for (const c of this.chunks) records += c.length
+    let packed = 0
+    for (const p of this.packed) packed += p.byteLength
     return records + this.fragments.length + this.fragmentStarts.byteLength + (this.tree ? this.tree.data.byteLength : 0) + this.ids.byteLength +
-      this.starts.byteLength + this.geometryAt.byteLength + this.packed.byteLength
+      this.starts.byteLength + this.geometryAt.byteLength + packed
   }
 
   /** The serialized summaries of the first `limit` placemarks (by id) intersecting the box. */
@@ -440,7 +508,7 @@ export class BoxIndex {
     return this.merged(found, limit, (i) => {
       // Bounds of a single position decide exactly; a geometry with extent gets the exact test.
       const at = this.geometryAt[i]
-      return at === NO_GEOMETRY || packedIntersectsBox(this.packed, at, box)
+      return at === NO_GEOMETRY || packedIntersectsBox(this.packed[at >>> PACKED_SHIFT], at & (PACKED_NUMBERS - 1), box)
     })
   }
 

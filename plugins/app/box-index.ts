@@ -160,7 +160,7 @@ export async function loadBoxIndex (db: Kysely<Database>, opts: { maxBytes: numb
   // The size first, from placemarks spread evenly over the order, indexed the same way.
   if (order.length > SAMPLE_SIZE) {
     const sample = new BoxIndexBuilder()
-    add(sample, await placemarksWithBounds(db, Array.from({ length: SAMPLE_SIZE }, (_, k) => order[Math.floor((k * order.length) / SAMPLE_SIZE)]!)))
+    add(sample, await placemarksWithBounds(db, Array.from({ length: SAMPLE_SIZE }, (_, k) => order[Math.floor((k * order.length) / SAMPLE_SIZE)])))
     const estimate = sample.estimateFor(order.length)
     if (estimate > opts.maxBytes) {
       opts.tooBig?.(estimate)
@@ -172,7 +172,7 @@ export async function loadBoxIndex (db: Kysely<Database>, opts: { maxBytes: numb
   const pageSize = opts.pageSize ?? 2000
   for (let start = 0; start < order.length; start += pageSize) {
     if (opts.stop?.()) return null
-    add(builder, await placemarksWithBounds(db, order.slice(start, start + pageSize)))
+    add(builder, await placemarksWithBounds(db, order.subarray(start, start + pageSize)))
     if (builder.heldBytes > opts.maxBytes) {
       opts.tooBig?.(builder.estimateFor(order.length))
       return null

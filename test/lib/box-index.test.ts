@@ -227,3 +227,30 @@ t.test('a builder told how many placemarks to expect: more, fewer or as many', a
     else t.pass(`expected ${expected}: 100 boxes answered`)
   }
 })
+
+t.test('geometries past one packed array, and one longer than an array', async (t) => {
+  // Lines of 400 positions fill several of the 1 MiB arrays; a ring of 70,000 positions gets one of its own, in between.
+  const list: { id: number; geometry: Geometry }[] = []
+  for (let id = 1; id <= 700; id++) {
+    const [x, y] = near()
+    if (id === 350) {
+      list.push({ id, geometry: { type: 'Polygon', coordinates: [Array.from({ length: 70_000 }, (_, k): Position => k === 69_999 ? [x, y] : [x + 3 * Math.cos(k / 11141), y + 3 * Math.sin(k / 11141)])] } })
+      continue
+    }
+    list.push({ id, geometry: { type: 'LineString', coordinates: Array.from({ length: 400 }, (_, k): Position => [x + k / 100, y + Math.sin(k) / 10]) } })
+  }
+  for (const expected of [undefined, 700]) {
+    const b = new BoxIndexBuilder(expected)
+    for (const { id, geometry } of list) b.add({ id, ...boundsOf(geometry), geometry: JSON.stringify(geometry), json: `{"id":${id}}` })
+    const ix = b.finish()
+    let boxes = 0
+    for (let k = 0; k < 300; k++) {
+      const box = randomBox()
+      const want = list.filter((p) => intersectsBox(p.geometry, box)).map((p) => p.id).sort((a, c) => a - c)
+      const got = values(ix.search(box, 10_000)).map((v) => (v as { id: number }).id)
+      if (JSON.stringify(got) !== JSON.stringify(want)) t.fail(`expected ${expected}: box ${JSON.stringify(box)}: ${got.length} against ${want.length}`)
+      else boxes++
+    }
+    t.equal(boxes, 300, `expected ${expected}: 300 boxes answered as the per-geometry test does`)
+  }
+})
