@@ -1,26 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 
-/**
- * What the box query reads, stored per placemark so that the database alone decides and answers it:
- *
- * - `summary`: the placemark's summary as the API serializes it (the JSON object of the list and box
- *   answers, key order included), so that a box answer is the stored texts joined by commas.
- * - `min_lon`, `min_lat`, `max_lon`, `max_lat`: the bounding box's corners (the `bbox` column's, as
- *   exact float8), for the exact bounds test after the GiST index's fuzzy `&&` (PostgreSQL's box
- *   operators allow 1e-6 of slack); plain columns, so that ANALYZE keeps their statistics.
- * - `shape`: the geometry's positions packed into float8 (lib/geo/box.ts packGeometry: its kind, its
- *   number of paths, then per path the number of positions and their lon, lat pairs); NULL for a
- *   point, whose bounds decide exactly.
- * - `placemark_summary(…)`: that summary from the placemark's columns.
- * - `placemark_shape_intersects(shape, min_lon, min_lat, max_lon, max_lat)`: planar ST_Intersects of
- *   a packed geometry and a rectangle, boundary inclusive, the arithmetic of lib/geo/box.ts step for
- *   step (so both give the same answer to the last bit).
- *
- * Rows already imported are filled here; an import writes the columns itself (lib/import/placemarks.ts).
- */
-export async function up (db: Kysely<unknown>): Promise<void> {
-  await sql`
-    CREATE FUNCTION placemark_shape_intersects (c float8[], x0 float8, y0 float8, x1 float8, y1 float8) RETURNS boolean
+// The exact test as this migration made it (017 makes it faster and its down restores this).
+export const SHAPE_INTERSECTS = `    CREATE FUNCTION placemark_shape_intersects (c float8[], x0 float8, y0 float8, x1 float8, y1 float8) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
     DECLARE
       polygon boolean := c[1] = 2;
@@ -118,7 +99,28 @@ export async function up (db: Kysely<unknown>): Promise<void> {
       END LOOP;
       RETURN true;
     END
-    $$`.execute(db)
+    $$`
+
+/**
+ * What the box query reads, stored per placemark so that the database alone decides and answers it:
+ *
+ * - `summary`: the placemark's summary as the API serializes it (the JSON object of the list and box
+ *   answers, key order included), so that a box answer is the stored texts joined by commas.
+ * - `min_lon`, `min_lat`, `max_lon`, `max_lat`: the bounding box's corners (the `bbox` column's, as
+ *   exact float8), for the exact bounds test after the GiST index's fuzzy `&&` (PostgreSQL's box
+ *   operators allow 1e-6 of slack); plain columns, so that ANALYZE keeps their statistics.
+ * - `shape`: the geometry's positions packed into float8 (lib/geo/box.ts packGeometry: its kind, its
+ *   number of paths, then per path the number of positions and their lon, lat pairs); NULL for a
+ *   point, whose bounds decide exactly.
+ * - `placemark_summary(…)`: that summary from the placemark's columns.
+ * - `placemark_shape_intersects(shape, min_lon, min_lat, max_lon, max_lat)`: planar ST_Intersects of
+ *   a packed geometry and a rectangle, boundary inclusive, the arithmetic of lib/geo/box.ts step for
+ *   step (so both give the same answer to the last bit).
+ *
+ * Rows already imported are filled here; an import writes the columns itself (lib/import/placemarks.ts).
+ */
+export async function up (db: Kysely<unknown>): Promise<void> {
+  await sql.raw(SHAPE_INTERSECTS).execute(db)
 
   await sql`
     ALTER TABLE placemarks

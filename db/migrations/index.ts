@@ -15,6 +15,7 @@ import * as activityDailyCovering from './013_activity_daily_covering.ts'
 import * as placemarkTime from './014_placemark_time.ts'
 import * as placemarkBoxAnswer from './015_placemark_box_answer.ts'
 import * as activityNewcomers from './016_activity_newcomers.ts'
+import * as placemarkShapeTest from './017_placemark_shape_test.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -33,5 +34,6 @@ export const migrations: Record<string, Migration> = {
   '013_activity_daily_covering': activityDailyCovering,
   '014_placemark_time': placemarkTime,
   '015_placemark_box_answer': placemarkBoxAnswer,
-  '016_activity_newcomers': activityNewcomers
+  '016_activity_newcomers': activityNewcomers,
+  '017_placemark_shape_test': placemarkShapeTest
 }
