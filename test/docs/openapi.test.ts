@@ -129,6 +129,18 @@ t.test('the docs page is titled after the API and links the development sign-in 
   t.notMatch(real.intro, /identity\/login/, 'no development sign-in with a real identity provider')
 })
 
+// The request "Try it out" makes with every parameter example filled in.
+function fromExamples (path: string, parameters: { name: string; in: string; example?: unknown }[] = []): { url: string; query: URLSearchParams } {
+  let url = path
+  const query = new URLSearchParams()
+  for (const p of parameters) {
+    if (p.example === undefined) continue
+    if (p.in === 'path') url = url.replace(`{${p.name}}`, String(p.example))
+    else query.set(p.name, String(p.example))
+  }
+  return { url, query }
+}
+
 t.test('the parameter examples work on the sample data', async (t) => {
   const handle = await openTestDatabase(t, { sample: true })
   const app = await buildApp({ config: testConfig({}), db: handle, logger: false })
@@ -139,13 +151,7 @@ t.test('the parameter examples work on the sample data', async (t) => {
   for (const [path, ops] of Object.entries(doc.paths)) {
     const op = ops.get
     if (!op || op.security || !path.startsWith('/api/v1/')) continue
-    let url = path
-    const query = new URLSearchParams()
-    for (const p of op.parameters ?? []) {
-      if (p.example === undefined) continue
-      if (p.in === 'path') url = url.replace(`{${p.name}}`, String(p.example))
-      else query.set(p.name, String(p.example))
-    }
+    const { url, query } = fromExamples(path, op.parameters)
     const res = await app.inject(query.size ? `${url}?${query}` : url)
     t.equal(res.statusCode, 200, `${url}?${query}`)
     answers[path] = res
@@ -169,13 +175,7 @@ t.test('the analytics routes\' parameter examples answer something on the sample
   for (const [path, ops] of Object.entries(doc.paths)) {
     const op = ops.get
     if (!op?.tags?.includes('Analytics')) continue
-    let url = path
-    const query = new URLSearchParams()
-    for (const p of op.parameters ?? []) {
-      if (p.example === undefined) continue
-      if (p.in === 'path') url = url.replace(`{${p.name}}`, String(p.example))
-      else query.set(p.name, String(p.example))
-    }
+    const { url, query } = fromExamples(path, op.parameters)
     t.ok(query.has('since') || path === '/api/ghosts', `${path}: a window example`)
     const res = await app.inject({ url: `${url}?${query}`, headers: { authorization: `Bearer ${token}` } })
     t.equal(res.statusCode, 200, `${url}?${query}`)
