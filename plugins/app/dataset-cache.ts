@@ -11,6 +11,8 @@ import { etagHeaders, notModified as notModifiedAnswer } from '../../schemas/com
 
 /** One kept answer: its bytes as sent, plain and (when worth it) gzipped, with its ETag and content type. */
 interface CachedAnswer {
+  // 200, or the status its handler set (204: an empty vector tile).
+  status: number
   body: Buffer
   type: string
   gzip: Buffer | null
@@ -162,7 +164,7 @@ export default fp(async function datasetCache (app: FastifyInstance) {
       body.length >= GZIP_MIN_BYTES ? gzipAsync(body, { level: 6 }) : null
     ])
     const hash = digest.toString('base64url').slice(0, 22)
-    return { body, type, gzip, etag: `"${version}-${hash}"`, gzipEtag: `"${version}-${hash}-gzip"` }
+    return { status: reply.statusCode, body, type, gzip, etag: `"${version}-${hash}"`, gzipEtag: `"${version}-${hash}-gzip"` }
   }
 
   const computing = limiter(CONCURRENT_COMPUTATIONS)
@@ -191,6 +193,7 @@ export default fp(async function datasetCache (app: FastifyInstance) {
     reply.header('etag', gzip ? answer.gzipEtag : answer.etag).header('cache-control', CACHE_CONTROL)
     addVary(reply, 'accept-encoding')
     if (notModified(request, answer)) return reply.code(304).send()
+    if (answer.status === 204) return reply.code(204).send()
     reply.header('content-type', answer.type)
     if (gzip) return reply.header('content-encoding', 'gzip').send(answer.gzip)
     return reply.send(answer.body)

@@ -58,6 +58,8 @@ const routes = {
   getTimeline: ['GET', '/api/v1/timeline'],
   exportKml: ['GET', '/api/v1/export.kml'],
   exportKmz: ['GET', '/api/v1/export.kmz'],
+  getVectorTile: ['GET', '/api/v1/tiles/{z}/{x}/{y}.mvt'],
+  getTileJson: ['GET', '/api/v1/tiles.json'],
   ogcLandingPage: ['GET', '/ogc'],
   ogcConformance: ['GET', '/ogc/conformance'],
   ogcApiDefinition: ['GET', '/ogc/api'],
@@ -121,6 +123,11 @@ export async function tour(): Promise<string[]> {
   // Downloads: only their parameters are typed (the answer is KML or a zip, not JSON).
   void call('exportKml', { query: { folder: folders[0], bbox: '-115.18,36.09,-115.16,36.11' } })
   void call('exportKmz', {})
+  // A vector tile: only its path is typed (the answer is protobuf bytes, or 204).
+  void call('getVectorTile', { path: { z: 14, x: 2950, y: 6428 } })
+  const tileset = await call('getTileJson', {})
+  const template: string = tileset.tiles[0] + tileset.vector_layers[0].id + String(tileset.bounds[0] + tileset.maxzoom)
+  seen.push(template)
   const landing = await call('ogcLandingPage', {})
   const data: string | undefined = landing.links.find((l) => l.rel === 'data')?.href
   const { conformsTo } = await call('ogcConformance', {})

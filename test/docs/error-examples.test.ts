@@ -41,6 +41,10 @@ t.test('every error example of a route is an answer that route really gives', as
       [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring/folder must NOT have fewer than 1 characters`, { request: { url: `/api/v1/export.${ext}?folder=` } }],
       [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring: unknown parameter 'page'`, { request: { url: `/api/v1/export.${ext}?page=2` } }]
     ])),
+    'getVectorTile 400 params/z must be <= 22': { request: { url: '/api/v1/tiles/23/0/0.mvt' } },
+    'getVectorTile 400 params/x must be >= 0': { request: { url: '/api/v1/tiles/1/-1/0.mvt' } },
+    'getVectorTile 400 params/y must be integer': { request: { url: '/api/v1/tiles/1/0/0.5.mvt' } },
+    'getVectorTile 400 params/x must be <= 1 at zoom 1': { request: { url: '/api/v1/tiles/1/2/0.mvt' } },
     'getPlacemark 400 params/id must be integer': { request: { url: '/api/v1/placemarks/first' } },
     'getPlacemark 400 params/id must be >= 1': { request: { url: '/api/v1/placemarks/0' } },
     'getPlacemark 404 Placemark 999999 not found': { request: { url: '/api/v1/placemarks/999999' } },

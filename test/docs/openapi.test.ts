@@ -14,7 +14,7 @@ const expectedPaths = [
   '/api/admin/users', '/api/admin/users/{id}', '/api/admin/users/{id}/sessions', '/api/admin/audit',
   '/api/lurkers', '/api/heatmap', '/api/roles', '/api/clients', '/api/shifts', '/api/suspicion', '/api/members/{userId}/activity', '/api/activity',
   '/api/v1/stats', '/api/v1/placemarks', '/api/v1/placemarks/{id}', '/api/v1/timeline/events', '/api/v1/timeline',
-  '/api/v1/spatial/bbox', '/api/v1/folders', '/api/v1/export.kml', '/api/v1/export.kmz',
+  '/api/v1/spatial/bbox', '/api/v1/folders', '/api/v1/export.kml', '/api/v1/export.kmz', '/api/v1/tiles/{z}/{x}/{y}.mvt', '/api/v1/tiles.json',
   '/ogc', '/ogc/conformance', '/ogc/api', '/ogc/collections', '/ogc/collections/placemarks', '/ogc/collections/placemarks/queryables',
   '/ogc/collections/placemarks/items', '/ogc/collections/placemarks/items/{featureId}'
 ]

@@ -1,0 +1,121 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { answer, errors, fail } from '../../../schemas/common.ts'
+import { HttpError } from '../../../lib/errors.ts'
+import { MAX_MERCATOR_LAT, MAX_TILE_ZOOM, TILE_FIELDS, TILE_LAYER } from '../../../lib/geo/tiles.ts'
+
+export const MVT_TYPE = 'application/vnd.mapbox-vector-tile'
+const MAX_INDEX = 2 ** MAX_TILE_ZOOM - 1
+
+const coordinate = (axis: 'x' | 'y', words: string, example: number) => Type.Integer({
+  minimum: 0,
+  maximum: MAX_INDEX,
+  description: `The tile's ${words}, 0..2^z-1`,
+  examples: [example]
+})
+
+const TileParams = Type.Object({
+  z: Type.Integer({ minimum: 0, maximum: MAX_TILE_ZOOM, description: 'Zoom level, 0..22', examples: [14] }),
+  x: coordinate('x', 'column, counted from the west (180° W)', 2950),
+  y: coordinate('y', 'row, counted from the north as in XYZ (not TMS)', 6428)
+})
+
+const TileJson = Type.Object({
+  tilejson: Type.Literal('3.0.0', { description: 'The TileJSON version' }),
+  name: Type.String({ description: 'The tileset\'s name' }),
+  description: Type.String({ description: 'What the tiles hold' }),
+  version: Type.String({ description: 'The dataset version the tiles show (it changes with every import)' }),
+  scheme: Type.Literal('xyz', { description: 'Rows counted from the north' }),
+  tiles: Type.Array(Type.String(), { description: 'The tile URL template, absolute (from PUBLIC_URL)' }),
+  minzoom: Type.Integer({ minimum: 0, maximum: MAX_TILE_ZOOM, description: 'The lowest zoom served' }),
+  maxzoom: Type.Integer({ minimum: 0, maximum: MAX_TILE_ZOOM, description: 'The highest zoom served' }),
+  bounds: Type.Array(Type.Number(), { minItems: 4, maxItems: 4, description: 'The data\'s extent, west, south, east, north (degrees, WGS 84); the whole Web Mercator world when there is no placemark' }),
+  vector_layers: Type.Array(Type.Object({
+    id: Type.String({ description: 'The layer\'s name in the tiles' }),
+    description: Type.String({ description: 'What the layer holds' }),
+    minzoom: Type.Integer({ minimum: 0, maximum: MAX_TILE_ZOOM, description: 'The lowest zoom the layer is in' }),
+    maxzoom: Type.Integer({ minimum: 0, maximum: MAX_TILE_ZOOM, description: 'The highest zoom the layer is in' }),
+    fields: Type.Record(Type.String(), Type.String(), { description: 'Each property of the layer\'s features, with its type and meaning' })
+  }), { description: 'The layers of the tiles: one, `placemarks`' })
+}, {
+  examples: [{
+    tilejson: '3.0.0',
+    name: 'placemarks',
+    description: 'The placemarks as Mapbox Vector Tiles',
+    version: '3',
+    scheme: 'xyz',
+    tiles: ['https://api.example.com/api/v1/tiles/{z}/{x}/{y}.mvt'],
+    minzoom: 0,
+    maxzoom: MAX_TILE_ZOOM,
+    bounds: [-115.3, 36.0, -115.0, 36.3],
+    vector_layers: [{ id: TILE_LAYER, description: 'One feature per placemark, or per cluster of points', minzoom: 0, maxzoom: MAX_TILE_ZOOM, fields: { id: 'Number', name: 'String', geometry_type: 'String', folder: 'String', point_count: 'Number' } }]
+  }]
+})
+
+const badTile = fail(400, 'z, x or y is not an integer, is negative, z is past 22, or x or y is past 2^z - 1',
+  'params/z must be <= 22', 'params/x must be >= 0', 'params/y must be integer', 'params/x must be <= 1 at zoom 1')
+
+const tiles: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/tiles/:z/:x/:y.mvt', {
+    config: { datasetCache: true },
+    schema: {
+      tags: ['Placemarks'],
+      operationId: 'getVectorTile',
+      summary: 'A vector tile of the placemarks',
+      description: 'Tile z/x/y (XYZ: rows from the north) as a Mapbox Vector Tile 2.1 of extent 4096, z 0..22, with one layer, `placemarks` (version 2). ' +
+        'Each feature is a placemark with the properties `id` (also the feature id), `name`, `geometry_type` and `folder` (the innermost folder\'s name, absent at the root). ' +
+        'At zooms below `TILE_CLUSTER_MAX_ZOOM` (default 14) points close together (40 px of a 512 px tile) are one point feature with `cluster: true`, `point_count` and `point_count_abbreviated`; ' +
+        'lines and polygons are clipped to the tile (with a buffer of 64 units) and simplified for the zoom. A tile is built from at most 20,000 placemarks (the first by id in its box). ' +
+        'An empty tile answers 204. Cached per dataset version (ETag, gzip). `tiles.json` describes the tileset.',
+      params: TileParams,
+      response: {
+        200: {
+          description: 'The tile (protobuf bytes)',
+          content: { [MVT_TYPE]: { schema: { type: 'string', format: 'binary' } } }
+        },
+        204: { description: 'No placemark in this tile; no body', type: 'null' },
+        ...errors(badTile, 429, 503)
+      }
+    }
+  }, async (request, reply) => {
+    const { z, x, y } = request.params
+    const last = 2 ** z - 1
+    if (x > last) throw new HttpError(400, `params/x must be <= ${last} at zoom ${z}`)
+    if (y > last) throw new HttpError(400, `params/y must be <= ${last} at zoom ${z}`)
+    const tile = await app.tiles.tile(z, x, y)
+    if (tile === null) {
+      reply.code(204)
+      return Buffer.alloc(0)
+    }
+    reply.header('content-type', MVT_TYPE)
+    return tile
+  })
+
+  app.get('/tiles.json', {
+    config: { datasetCache: true },
+    schema: {
+      tags: ['Placemarks'],
+      operationId: 'getTileJson',
+      summary: 'The vector tiles\' TileJSON',
+      description: 'TileJSON 3.0 of the placemark vector tiles: the tile URL template (absolute, from `PUBLIC_URL`), zooms 0..22, the bounds of the data and the `placemarks` layer with its fields. ' +
+        'MapLibre takes it as a vector source\'s `url`; QGIS and GDAL read the tiles from the template.',
+      response: { 200: answer(TileJson, 'The tileset\'s description'), ...errors(429, 503) }
+    }
+  }, async () => {
+    const b = await app.tiles.bounds()
+    return {
+      tilejson: '3.0.0' as const,
+      name: 'placemarks',
+      description: 'The placemarks as Mapbox Vector Tiles',
+      version: String(app.datasetVersion.current()),
+      scheme: 'xyz' as const,
+      tiles: [`${app.config.PUBLIC_URL}/api/v1/tiles/{z}/{x}/{y}.mvt`],
+      minzoom: 0,
+      maxzoom: MAX_TILE_ZOOM,
+      bounds: b === null ? [-180, -MAX_MERCATOR_LAT, 180, MAX_MERCATOR_LAT] : [b.minLon, b.minLat, b.maxLon, b.maxLat],
+      vector_layers: [{ id: TILE_LAYER, description: 'One feature per placemark, or per cluster of points', minzoom: 0, maxzoom: MAX_TILE_ZOOM, fields: TILE_FIELDS }]
+    }
+  })
+}
+
+export default tiles
