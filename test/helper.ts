@@ -21,6 +21,10 @@ import { seedDemoActivityIfEmpty } from '../db/sample/activity.ts'
 export const projectRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
 // The loader every npm script gives to `node --import` (Node's own type stripping, or tsx on Node 20), by its full address.
 export const typescriptLoader = pathToFileURL(resolve(projectRoot, 'scripts', 'typescript.mjs')).href
+// tsx's, for the processes the tests start: the suite's coverage maps every process's sources through tsx's
+// source maps, and a child on Node's own type stripping would be counted apart (test/ops/cli-usage.test.ts
+// starts the server through the npm scripts' loader, outside the coverage).
+export const tsxLoader = import.meta.resolve('tsx')
 export const vegasKmz = resolve(projectRoot, '..', 'shared', 'data', 'vegas-shooting-map.kmz')
 export const vegasAbsent = existsSync(vegasKmz) ? false : `the shared test dataset is absent: ${vegasKmz}`
 

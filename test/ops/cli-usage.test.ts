@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline'
 import { parseEnv } from 'node:util'
 import pg from 'pg'
 import { runScript, runScriptIn, spawnScript } from '../support/run.ts'
-import { buildTestApp, createPostgresDatabase, freePort, openTestDatabase, projectRoot, typescriptLoader } from '../helper.ts'
+import { buildTestApp, createPostgresDatabase, freePort, openTestDatabase, projectRoot, tsxLoader, typescriptLoader } from '../helper.ts'
 import { ConfigSchema, loadConfig } from '../../lib/config.ts'
 import { trustProxySetting } from '../../app.ts'
 import { checkEnvSyntax, EnvFileError, loadEnvFile } from '../../lib/env-file.ts'
@@ -120,8 +120,8 @@ t.test('GET / leads to the docs and is not in the OpenAPI document', async (t) =
 interface Started { lines: string[]; child: ReturnType<typeof spawn>; line: string }
 
 // Starts server.ts and waits for the stdout line that matches; the server is stopped when the test ends.
-async function startServer (t: Test, env: Record<string, string | undefined>, match: RegExp, cwd = projectRoot): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', typescriptLoader, join(projectRoot, 'server.ts')], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+async function startServer (t: Test, env: Record<string, string | undefined>, match: RegExp, cwd = projectRoot, loader = tsxLoader): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', loader, join(projectRoot, 'server.ts')], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM')
@@ -172,6 +172,16 @@ t.test('the start-up line names the docs and the sign-in at the address a browse
   const pretty = await startServer(t, { ...serverEnv(url, port2), LOG_FORMAT: 'pretty', PUBLIC_URL: 'https://maps.example/' }, /serving on/)
   t.throws(() => JSON.parse(pretty.line), 'LOG_FORMAT=pretty: readable lines')
   t.match(pretty.line, /INFO.*serving on https:\/\/maps\.example — docs https:\/\/maps\.example\/api\/docs — sign in https:\/\/maps\.example\/api\/auth\/identity\/login/)
+})
+
+t.test('npm start\'s loader: Node\'s own type stripping where Node has it (24), tsx otherwise (20); the server serves', async (t) => {
+  const url = await createPostgresDatabase(t)
+  const port = await freePort()
+  // Outside the coverage (see test/helper.ts tsxLoader), so that the child takes the loader's own choice.
+  await startServer(t, { ...serverEnv(url, port), NODE_V8_COVERAGE: undefined }, /serving on/, projectRoot, typescriptLoader)
+  const res = await fetch(`http://127.0.0.1:${port}/health`)
+  t.equal(res.status, 200)
+  t.equal((await res.json() as { status: string }).status, 'ok')
 })
 
 t.test('.env: read from the working directory, the environment wins, a bad line is one line', async (t) => {

@@ -4,7 +4,7 @@ import { once } from 'node:events'
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
-import { freePort, projectRoot, testSecrets, typescriptLoader } from '../helper.ts'
+import { freePort, projectRoot, testSecrets, tsxLoader } from '../helper.ts'
 import { spawnScript, type Run } from '../support/run.ts'
 import { acquireEmbeddedLock, EmbeddedDatabaseInUse, LOCK_FILE, readOwner, type OwnerRecord } from '../../db/embedded-lock.ts'
 import { openDatabase } from '../../db/index.ts'
@@ -33,7 +33,7 @@ interface Server { child: ChildProcess; pid: number; base: string; output(): str
 // A server as `npm start` runs it, answering once /api/v1/stats does (the database opened, migrated, seeded).
 async function startServer (t: Test, dir: string): Promise<Server> {
   const port = await freePort()
-  const child = spawn(process.execPath, ['--import', typescriptLoader, 'server.ts'], { cwd: projectRoot, env: { ...process.env, ...embeddedEnv(dir, { PORT: String(port), LOG_LEVEL: 'info' }) }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', tsxLoader, 'server.ts'], { cwd: projectRoot, env: { ...process.env, ...embeddedEnv(dir, { PORT: String(port), LOG_LEVEL: 'info' }) }, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout!.on('data', (d) => { output += d })
   child.stderr!.on('data', (d) => { output += d })

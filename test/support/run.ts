@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { projectRoot, typescriptLoader } from '../helper.ts'
+import { projectRoot, tsxLoader } from '../helper.ts'
 import { runCommand, type Command } from '../../scripts/cli.ts'
 
 export interface Run { code: number | null; stdout: string; stderr: string }
@@ -43,7 +43,7 @@ export function runScript (script: string, args: string[], env: Env, options: { 
  */
 export function spawnScript (script: string, args: string[], env: Env, cwd = projectRoot): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', typescriptLoader, join(projectRoot, script), ...args], { cwd, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--import', tsxLoader, join(projectRoot, script), ...args], { cwd, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => { stdout += d })
