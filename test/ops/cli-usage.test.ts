@@ -177,8 +177,10 @@ t.test('the start-up line names the docs and the sign-in at the address a browse
 t.test('npm start\'s loader: Node\'s own type stripping where Node has it (24), tsx otherwise (20); the server serves', async (t) => {
   const url = await createPostgresDatabase(t)
   const port = await freePort()
-  // Outside the coverage (see test/helper.ts tsxLoader), so that the child takes the loader's own choice.
-  await startServer(t, { ...serverEnv(url, port), NODE_V8_COVERAGE: undefined }, /serving on/, projectRoot, typescriptLoader)
+  // Outside the coverage (see test/helper.ts tsxLoader: neither V8's nor tap's own, which every process
+  // started under tap records through the inspector unless told not to), so that the child takes the
+  // loader's own choice.
+  await startServer(t, { ...serverEnv(url, port), NODE_V8_COVERAGE: undefined, _TAPJS_PROCESSINFO_COVERAGE_: '0' }, /serving on/, projectRoot, typescriptLoader)
   const res = await fetch(`http://127.0.0.1:${port}/health`)
   t.equal(res.status, 200)
   t.equal((await res.json() as { status: string }).status, 'ok')
