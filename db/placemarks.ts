@@ -260,12 +260,3 @@ export async function datasetStats (db: Db): Promise<StatsT> {
     top_folders: Object.fromEntries(folders.rows.map((r) => [r.name, r.n]))
   }
 }
-
-/** The bounds of every placemark with a position (lon/lat degrees), or null when there is none. */
-export async function datasetBounds (db: Db): Promise<Box | null> {
-  const { rows: [row] } = await sql<{ min_lon: number | null; min_lat: number; max_lon: number; max_lat: number }>`
-    SELECT min(min_lon) AS min_lon, min(min_lat) AS min_lat, max(max_lon) AS max_lon, max(max_lat) AS max_lat
-    FROM placemarks WHERE min_lon <= max_lon AND min_lat <= max_lat`.execute(db)
-  if (!row || row.min_lon === null) return null
-  return { minLon: row.min_lon, minLat: row.min_lat, maxLon: row.max_lon, maxLat: row.max_lat }
-}

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import { buildTile, MAX_MERCATOR_LAT, tilePlacemarks, tileReadBox } from '../../lib/geo/tiles.ts'
-import { datasetBounds } from '../../db/placemarks.ts'
+import { placemarkExtent } from '../../db/ogc.ts'
 import type { Box } from '../../lib/geo/box.ts'
 
 declare module 'fastify' {
@@ -33,10 +33,12 @@ export default fp(async function tiles (app: FastifyInstance) {
       return buildTile(tilePlacemarks(summaries), z, x, y, clusterMaxZoom)
     },
     async bounds () {
-      const b = await datasetBounds(app.db)
-      if (b === null) return null
+      // The extent the OGC collection gives, within Web Mercator's latitudes.
+      const extent = await placemarkExtent(app.db)
+      if (extent === null) return null
+      const [minLon, minLat, maxLon, maxLat] = extent
       const clamp = (lat: number) => Math.max(-MAX_MERCATOR_LAT, Math.min(MAX_MERCATOR_LAT, lat))
-      return { ...b, minLat: clamp(b.minLat), maxLat: clamp(b.maxLat) }
+      return { minLon, minLat: clamp(minLat), maxLon, maxLat: clamp(maxLat) }
     }
   })
 }, { name: 'tiles', dependencies: ['config', 'db', 'box-index'] })

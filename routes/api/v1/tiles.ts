@@ -3,11 +3,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { answer, errors, fail } from '../../../schemas/common.ts'
 import { HttpError } from '../../../lib/errors.ts'
 import { MAX_MERCATOR_LAT, MAX_TILE_ZOOM, TILE_FIELDS, TILE_LAYER } from '../../../lib/geo/tiles.ts'
+import { TILE_MAX_PLACEMARKS } from '../../../plugins/app/tiles.ts'
 
 export const MVT_TYPE = 'application/vnd.mapbox-vector-tile'
 const MAX_INDEX = 2 ** MAX_TILE_ZOOM - 1
 
-const coordinate = (axis: 'x' | 'y', words: string, example: number) => Type.Integer({
+const coordinate = (words: string, example: number) => Type.Integer({
   minimum: 0,
   maximum: MAX_INDEX,
   description: `The tile's ${words}, 0..2^z-1`,
@@ -16,8 +17,8 @@ const coordinate = (axis: 'x' | 'y', words: string, example: number) => Type.Int
 
 const TileParams = Type.Object({
   z: Type.Integer({ minimum: 0, maximum: MAX_TILE_ZOOM, description: 'Zoom level, 0..22', examples: [14] }),
-  x: coordinate('x', 'column, counted from the west (180° W)', 2950),
-  y: coordinate('y', 'row, counted from the north as in XYZ (not TMS)', 6428)
+  x: coordinate('column, counted from the west (180° W)', 2950),
+  y: coordinate('row, counted from the north as in XYZ (not TMS)', 6428)
 })
 
 const TileJson = Type.Object({
@@ -65,7 +66,7 @@ const tiles: FastifyPluginAsyncTypebox = async (app) => {
       description: 'Tile z/x/y (XYZ: rows from the north) as a Mapbox Vector Tile 2.1 of extent 4096, z 0..22, with one layer, `placemarks` (version 2). ' +
         'Each feature is a placemark with the properties `id` (also the feature id), `name`, `geometry_type` and `folder` (the innermost folder\'s name, absent at the root). ' +
         'At zooms below `TILE_CLUSTER_MAX_ZOOM` (default 14) points close together (40 px of a 512 px tile) are one point feature with `cluster: true`, `point_count` and `point_count_abbreviated`; ' +
-        'lines and polygons are clipped to the tile (with a buffer of 64 units) and simplified for the zoom. A tile is built from at most 20,000 placemarks (the first by id in its box). ' +
+        `lines and polygons are clipped to the tile (with a buffer of 64 units) and simplified for the zoom. A tile is built from at most ${TILE_MAX_PLACEMARKS.toLocaleString('en-US')} placemarks (the first by id in its box). ` +
         'An empty tile answers 204. Cached per dataset version (ETag, gzip). `tiles.json` describes the tileset.',
       params: TileParams,
       response: {
