@@ -29,6 +29,8 @@ export interface DatabaseHandle {
   db: Kysely<Database>
   pool: pg.Pool
   kind: 'postgres' | 'pglite'
+  // PostgreSQL: the connection string the pool uses, for work that opens its own connection elsewhere (a worker thread).
+  url?: string
   /**
    * Calls onNotify with the payload of each NOTIFY on the channel, and with '' when notifications may
    * have been lost (the listening connection was re-established). Errors go to onError, never thrown.

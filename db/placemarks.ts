@@ -177,6 +177,13 @@ export async function placemarkIdsInSpatialOrder (db: Db): Promise<Uint32Array> 
   return ids
 }
 
+/** How many placemarks there are, and their smallest and largest ids (0 and -1 when there are none). */
+export async function placemarkIdRange (db: Db): Promise<{ count: number; minId: number; maxId: number }> {
+  const { rows: [row] } = await sql<{ count: number; min_id: number | null; max_id: number | null }>`
+    SELECT count(*)::int AS count, min(id) AS min_id, max(id) AS max_id FROM placemarks`.execute(db)
+  return { count: row?.count ?? 0, minId: row?.min_id ?? 0, maxId: row?.max_id ?? -1 }
+}
+
 export interface PlacemarkWithBounds { id: number; geometry: string; json: string; minLon: number; minLat: number; maxLon: number; maxLat: number }
 
 /** These placemarks' stored summaries, geometries and bounding boxes, in the order of the ids given. */

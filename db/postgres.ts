@@ -28,6 +28,7 @@ export function openPostgres (options: DatabaseOptions & { url: string }): Datab
     db,
     pool,
     kind: 'postgres',
+    url: options.url,
     listen: (channel, onNotify, onError) => listeners.add(() => listenPostgres(listenConfig, channel, onNotify, onError)),
     close: once(async () => {
       await listeners.stopAll()

@@ -49,6 +49,8 @@ export const ConfigSchema = Type.Object({
   // POST /api/activity: requests per API key per RATE_LIMIT_WINDOW (its own budget, not the per-IP one).
   API_KEY_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 1200 }),
   BBOX_INDEX_MB: Type.Integer({ minimum: 0, default: 512 }),
+  // On PostgreSQL, a dataset of at least this many placemarks has its box index loaded in a worker thread.
+  BBOX_INDEX_WORKER_MIN: Type.Integer({ minimum: 0, default: 50_000 }),
   // Vector tiles cluster points at zooms strictly below this one (23: at every zoom, 0: never).
   TILE_CLUSTER_MAX_ZOOM: Type.Integer({ minimum: 0, maximum: 23, default: 14 }),
   PUBLIC_URL: Type.Optional(Type.String({ minLength: 1 })),

@@ -360,6 +360,38 @@ function siftDown (heap: Uint32Array, heads: Uint32Array, from: number, size: nu
   heap[at] = r
 }
 
+/** A BoxIndex as plain arrays (BoxIndex.toParts), for postMessage with `transferList(parts)`. */
+export interface BoxIndexParts {
+  size: number
+  ids: Uint32Array
+  tree: ArrayBuffer | null
+  chunks: Uint8Array[]
+  starts: Uint32Array
+  fragments: Uint8Array
+  fragmentStarts: Uint32Array
+  geometryAt: Uint32Array
+  packed: Float64Array[]
+  bytes: number
+}
+
+// The array itself when it spans its whole buffer, otherwise a copy that does: a view's buffer may be
+// shared (Buffer's pool), and moving it would take its neighbours along.
+// (A Buffer's own slice() is a view, hence the typed array's copy.)
+function own<T extends Uint8Array | Uint32Array | Float64Array> (a: T): T {
+  if (a.byteOffset === 0 && a.byteLength === a.buffer.byteLength && !(a.buffer instanceof SharedArrayBuffer)) return a
+  const copy = new (a instanceof Uint8Array ? Uint8Array : a.constructor as new (n: number) => T)(a.length) as T
+  copy.set(a as never)
+  return copy
+}
+
+/** The buffers a postMessage of these parts moves to the receiving thread instead of copying. */
+export function transferList (p: BoxIndexParts): ArrayBuffer[] {
+  const views = [p.ids, ...p.chunks, p.starts, p.fragments, p.fragmentStarts, p.geometryAt, ...p.packed]
+  const buffers = new Set<ArrayBuffer>(views.map((v) => v.buffer as ArrayBuffer))
+  if (p.tree) buffers.add(p.tree)
+  return [...buffers]
+}
+
 /**
  * A static R-tree (packed Hilbert order, flatbush) over placemark bounds, answering box queries with
  * the summaries' stored bytes. Semantics match the database query exactly: placemarks whose geometry
@@ -391,6 +423,32 @@ export class BoxIndex {
     this.packed = packed
     this.bytes = bytes
     this.tree = tree
+  }
+
+  /**
+   * The index as its arrays, each over memory of its own, so that another thread can be handed them
+   * (structured clone with every `transferList` buffer moved, not copied) and rebuild the same index
+   * with fromParts.
+   */
+  toParts (): BoxIndexParts {
+    return {
+      size: this.size,
+      ids: own(this.ids),
+      tree: this.tree ? this.tree.data as ArrayBuffer : null,
+      chunks: this.chunks.map(own),
+      starts: own(this.starts),
+      fragments: own(this.fragments),
+      fragmentStarts: own(this.fragmentStarts),
+      geometryAt: own(this.geometryAt),
+      packed: this.packed.map(own),
+      bytes: this.bytes
+    }
+  }
+
+  static fromParts (p: BoxIndexParts): BoxIndex {
+    const buffer = (a: Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)
+    return new BoxIndex(p.size, p.ids, p.tree ? Flatbush.from(p.tree) : null, p.chunks.map(buffer), p.starts, buffer(p.fragments),
+      p.fragmentStarts, p.geometryAt, p.packed, p.bytes)
   }
 
   /** Memory held: records, shared pieces, tree, packed geometries and the per-entry arrays. */

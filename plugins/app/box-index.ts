@@ -2,9 +2,9 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
 import type { Box } from '../../lib/geo/box.ts'
-import { BoxIndexBuilder, joinedSummaries, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
-import { summaryPieces } from '../../lib/placemarks/box-answer.ts'
-import { boxAnswer, placemarkIdsInSpatialOrder, placemarksWithBounds, type PlacemarkWithBounds } from '../../db/placemarks.ts'
+import { joinedSummaries, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
+import { boxAnswer } from '../../db/placemarks.ts'
+import { loadBoxIndex } from '../../db/box-index-load.ts'
 import type { Database } from '../../db/types.ts'
 
 declare module 'fastify' {
@@ -58,6 +58,8 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
     let needed = 0
     const index = await loadBoxIndex(app.db, {
       maxBytes,
+      workerUrl: app.dbHandle.url,
+      workerFrom: app.config.BBOX_INDEX_WORKER_MIN,
       stop: () => closing || app.datasetVersion.current() !== version,
       tooBig: (bytes) => { needed = bytes }
     })
@@ -141,45 +143,3 @@ export async function placemarksInBox (db: Kysely<Database>, box: Box, limit: nu
   const { json, count } = await boxAnswer(db, box, limit)
   return joinedSummaries(json, count)
 }
-
-/**
- * Reads every placemark's bounds and serialized summary into a box index, in spatial order: the order
- * first (ids only), then the rows in pages of that order. Gives up (null) when an index of a sample of
- * the placemarks, scaled to all of them, passes `maxBytes`, or once the index does while loading (both
- * told to `tooBig` with the bytes needed), or when `stop()` says so between pages. Every query is short, so none holds up an
- * import's table swap for long; the caller compares the dataset version before and after, since an
- * import committed in between would mix two datasets.
- */
-export async function loadBoxIndex (db: Kysely<Database>, opts: { maxBytes: number; pageSize?: number; stop?: () => boolean; tooBig?: (bytes: number) => void }): Promise<BoxIndex | null> {
-  const order = await placemarkIdsInSpatialOrder(db)
-  const add = (builder: BoxIndexBuilder, rows: PlacemarkWithBounds[]) => {
-    for (const row of rows) {
-      builder.add({ ...row, json: summaryPieces(row.json) })
-    }
-  }
-  // The size first, from placemarks spread evenly over the order, indexed the same way.
-  if (order.length > SAMPLE_SIZE) {
-    const sample = new BoxIndexBuilder()
-    add(sample, await placemarksWithBounds(db, Array.from({ length: SAMPLE_SIZE }, (_, k) => order[Math.floor((k * order.length) / SAMPLE_SIZE)])))
-    const estimate = sample.estimateFor(order.length)
-    if (estimate > opts.maxBytes) {
-      opts.tooBig?.(estimate)
-      return null
-    }
-  }
-  const builder = new BoxIndexBuilder(order.length)
-  // Small pages keep each synchronous stretch of decoding short for the requests served meanwhile.
-  const pageSize = opts.pageSize ?? 2000
-  for (let start = 0; start < order.length; start += pageSize) {
-    if (opts.stop?.()) return null
-    add(builder, await placemarksWithBounds(db, order.subarray(start, start + pageSize)))
-    if (builder.heldBytes > opts.maxBytes) {
-      opts.tooBig?.(builder.estimateFor(order.length))
-      return null
-    }
-  }
-  return builder.finish()
-}
-
-// Placemarks indexed to estimate the index's size before loading it.
-const SAMPLE_SIZE = 2000

@@ -8,7 +8,7 @@ import { gunzipSync } from 'node:zlib'
 import { buildApp, buildTestApp, importVegas, openTestDatabase, projectRoot, testConfig, vegasAbsent } from '../helper.ts'
 import { loggerOptions } from '../../lib/logger.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
-import { loadBoxIndex } from '../../plugins/app/box-index.ts'
+import { loadBoxIndex } from '../../db/box-index-load.ts'
 import { mulberry32 } from '../../lib/random.ts'
 import { until } from '../support/shared-state.ts'
 import type { FastifyInstance } from 'fastify'
@@ -112,6 +112,37 @@ t.test('a dataset past the byte budget is not kept, and says how much it needs',
   const warning = lines.map((l) => JSON.parse(l) as { msg: string; neededMb?: number; maxMb?: number }).find((l) => l.neededMb !== undefined)
   t.match(warning, { neededMb: 1, maxMb: 0.001, msg: /needs about 1 MB, past BBOX_INDEX_MB=0\.001: box queries read the database/ })
   t.equal((await app.inject('/api/v1/spatial/bbox?min_lon=-180&min_lat=-90&max_lon=180&max_lat=90&limit=3')).json().count, 3)
+})
+
+t.test('the index loaded in a worker thread: the same answers, the byte budget, stopping, errors', async (t) => {
+  const handle = await openTestDatabase(t, 'postgres')
+  await importPlacemarks(handle, createReadStream(join(projectRoot, 'db/sample/sample.kml')), { timeZone: 'UTC', source: 'sample.kml' })
+  const worker = { workerUrl: handle.url!, workerFrom: 0 }
+  const inThread = await loadBoxIndex(handle.db, { maxBytes: 1 << 20 })
+  const moved = await loadBoxIndex(handle.db, { maxBytes: 1 << 20, pageSize: 7, ...worker })
+  t.equal(moved?.size, 57)
+  t.equal(moved?.memoryBytes, inThread?.memoryBytes, 'the same arrays, moved to this thread')
+  const all = { minLon: -180, minLat: -90, maxLon: 180, maxLat: 90 }
+  const bytes = (index: typeof moved) => {
+    const answer = index!.search(all, 1000)
+    const out = Buffer.alloc(answer.byteLength)
+    answer.copyTo(out, 0)
+    return out.toString()
+  }
+  t.equal(bytes(moved), bytes(inThread), 'every summary, byte for byte')
+
+  const needed: number[] = []
+  t.equal(await loadBoxIndex(handle.db, { maxBytes: 1000, tooBig: (b) => needed.push(b), ...worker }), null, 'past the budget: nothing')
+  t.ok(needed[0]! > 1000, 'and the bytes needed are told')
+  t.equal(await loadBoxIndex(handle.db, { maxBytes: 1 << 20, stop: () => true, ...worker }), null, 'stops when asked')
+  await t.rejects(loadBoxIndex(handle.db, { maxBytes: 1 << 20, workerUrl: 'postgres://nobody@127.0.0.1:1/none', workerFrom: 0 }), 'a worker that cannot connect fails the load')
+
+  // Through the app: the worker's index serves the same bytes as the database.
+  const memory = await buildTestApp(t, handle, { BBOX_INDEX_WORKER_MIN: 0 })
+  const database = await buildTestApp(t, handle, { BBOX_INDEX_MB: 0 })
+  await memory.boxIndex.idle()
+  t.equal(memory.boxIndex.state(), 'ready')
+  await sameAnswers(t, memory, database, [...fixed, ...boxes(6, [[-115.17, 36.11], [-115.15, 36.12]], 100)])
 })
 
 t.test('box answers gzipped for clients that take it, on both paths', async (t) => {
