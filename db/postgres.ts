@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { CompiledQuery, Kysely, PostgresDialect } from 'kysely'
+import { Kysely, PostgresDialect } from 'kysely'
 import type { Database } from './types.ts'
 import { once, type DatabaseHandle, type DatabaseOptions } from './handle.ts'
 import { listenerRegistry, listenPostgres } from './listen.ts'
@@ -21,12 +21,7 @@ export function openPostgres (options: DatabaseOptions & { url: string }): Datab
   pool.on('error', () => {})
   // The same for a connection dropped between queries while checked out; the next query reports it.
   pool.on('connect', (client) => { client.on('error', () => {}) })
-  // Every statement here is short: PostgreSQL's JIT compilation, which starts wherever the planner's
-  // estimate passes jit_above_cost, would cost more than it saves. A box query at 10M placemarks is
-  // estimated past it and took 37 ms with JIT, 5 without. Set once per connection, before its first query.
-  const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool, onCreateConnection: async (connection) => { await connection.executeQuery(CompiledQuery.raw('SET jit = off')) } })
-  })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
   const listeners = listenerRegistry()
   const listenConfig: pg.ClientConfig = { connectionString: options.listenUrl ?? options.url, connectionTimeoutMillis: options.connectionTimeoutMillis ?? 3000 }
   return {

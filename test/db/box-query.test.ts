@@ -260,8 +260,18 @@ t.test('a whole-world box over 100k placemarks walks the ids: limit 10 stays fas
     const smaller = { ...extent, [side]: extent[side] + (side.startsWith('min') ? 1e-3 : -1e-3) }
     t.notOk(await holdsEveryPlacemark(handle.db, smaller), `the extent less a thousandth of a degree (${side}) does not`)
   }
-  // The server's connections run without JIT compilation (db/postgres.ts).
-  t.equal((await sql<{ jit: string }>`SELECT current_setting('jit') AS jit`.execute(handle.db)).rows[0]?.jit, 'off', 'JIT is off')
   const all = await boxAnswer(handle.db, extent, 10_000)
   t.same((JSON.parse(`[${all.json}]`) as { id: number }[]).map((p) => p.id), Array.from({ length: 10_000 }, (_, i) => i + 1), 'the extent at limit 10,000: the first 10,000 ids')
+
+  // Without JIT (large datasets): the same answers, and the setting ends with the statement's transaction.
+  const city = { minLon: -115.2, minLat: 36.05, maxLon: -115.1, maxLat: 36.15 }
+  const underflow = { minLon: 1e-170, minLat: 1e-170, maxLon: 2e-170, maxLat: 2e-170 }
+  for (const [box, limit] of [[city, 100], [world, 7], [{ minLon: 170, minLat: -90, maxLon: -170, maxLat: 90 }, 50], [underflow, 5]] as const) {
+    t.same(await boxAnswer(handle.db, box, limit, { withoutJit: true }), await boxAnswer(handle.db, box, limit), `without JIT: ${JSON.stringify(box)}, limit ${limit}`)
+  }
+  const jit = await handle.db.connection().execute(async (c) => {
+    await boxAnswer(c, city, 10, { withoutJit: true })
+    return (await sql<{ jit: string }>`SELECT current_setting('jit') AS jit`.execute(c)).rows[0]?.jit
+  })
+  t.equal(jit, (await sql<{ jit: string }>`SELECT reset_val AS jit FROM pg_settings WHERE name = 'jit'`.execute(handle.db)).rows[0]?.jit, 'the connection keeps its own JIT setting')
 })
