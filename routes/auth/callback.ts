@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 // script is a file of its own (/auth/callback.js): the Content-Security-Policy allows no inline script.
 const page = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Signed in</title>
+<link rel="icon" href="/map/assets/icon.svg" type="image/svg+xml">
 <style>body{font:16px system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}textarea{width:100%;font:13px monospace}pre{background:#f6f8fa;padding:.8rem;overflow:auto}.error{color:#b00020}</style></head>
 <body><h1 id="title">Signing in…</h1>
 <p id="error" class="error"></p>

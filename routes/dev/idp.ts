@@ -49,6 +49,7 @@ const devIdp: FastifyPluginAsyncTypebox = async (app) => {
     }).join('\n')
     return reply.type('text/html; charset=utf-8').send(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Development identity provider</title>
+<link rel="icon" href="/map/assets/icon.svg" type="image/svg+xml">
 <style>body{font:16px system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}li{margin:.8rem 0}small{color:#666;margin-left:.5rem}.warn{background:#fff3cd;padding:.6rem;border-radius:4px}</style></head>
 <body><h1>Development identity provider</h1>
 <p class="warn">This stand-in provider exists only in development. It grants the scopes <code>${escapeHtml(scope || '(none)')}</code> to <code>${escapeHtml(client_id)}</code>.</p>
