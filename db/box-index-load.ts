@@ -27,8 +27,9 @@ export interface BoxIndexLoadOptions {
 const SAMPLE_SIZE = 2000
 const STOP_POLL_MS = 50
 // The worker's heap holds a page of rows at a time and the shared pieces' dictionary; the index itself is
-// in buffers outside it. A small heap is collected often instead of growing with garbage.
-const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 256 }
+// in buffers outside it. A small young generation is collected often instead of growing with garbage; the
+// old generation may take pages of very long descriptions.
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 1024 }
 
 /**
  * Reads every placemark's bounds and serialized summary into a box index, in spatial order: the order
