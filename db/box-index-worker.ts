@@ -11,14 +11,11 @@ const handle = openPostgres({ url: input.url, poolMax: 1 })
 try {
   let bytes = 0
   const index = await buildBoxIndex(handle.db, { maxBytes: input.maxBytes, pageSize: input.pageSize, tooBig: (needed) => { bytes = needed } })
-  let answer: BoxIndexWorkerAnswer
   if (index) {
     const parts = index.toParts()
-    answer = { kind: 'index', parts }
-    parentPort!.postMessage(answer, transferList(parts))
+    parentPort!.postMessage({ kind: 'index', parts } satisfies BoxIndexWorkerAnswer, transferList(parts))
   } else {
-    answer = { kind: 'too-big', bytes }
-    parentPort!.postMessage(answer)
+    parentPort!.postMessage({ kind: 'too-big', bytes } satisfies BoxIndexWorkerAnswer)
   }
 } finally {
   await handle.close()

@@ -153,9 +153,14 @@ export async function boxAnswer (db: Db, box: Box, limit: number, opts: { withou
   }
 }
 
+// Boxes this wide or tall (in degrees) are asked whether they hold every placemark; smaller ones never
+// do at any size where it would matter, and skip the probe.
+const PROBED_FROM_DEGREES = 1
+
 async function boxStatement (db: Db, box: Box, limit: number): Promise<BoxAnswer> {
   const halves = splitBox(box)
-  const holdsAll = halves.length === 1 && (box.maxLon - box.minLon >= 1 || box.maxLat - box.minLat >= 1) && await holdsEveryPlacemark(db, box)
+  const holdsAll = halves.length === 1 && (box.maxLon - box.minLon >= PROBED_FROM_DEGREES || box.maxLat - box.minLat >= PROBED_FROM_DEGREES) &&
+    await holdsEveryPlacemark(db, box)
   const { rows: [row] } = await sql<{ json: string | null; count: number }>`
     SELECT string_agg(s.summary, ',' ORDER BY s.id) AS json, count(*)::int AS count
     FROM (

@@ -31,7 +31,7 @@ declare module 'fastify' {
 
 const RETRY_MS = 5000
 // From this many placemarks, box queries on the database run without JIT compilation (db/placemarks.ts boxAnswer).
-export const JIT_FREE_FROM = 2_000_000
+const JIT_FREE_FROM = 2_000_000
 
 export type BoxIndexState = 'off' | 'loading' | 'ready' | 'reloading' | 'too-big' | 'failed'
 
