@@ -96,54 +96,27 @@ function boxLiteral (b: Box): string {
 /** A box answer's placemarks: their stored summaries joined by commas, and how many there are. */
 export interface BoxAnswer { json: string; count: number }
 
-// One planar half of the box: the GiST index's candidates (its `&&` allows PostgreSQL's 1e-6 of slack),
-// the exact test on the bounds' float8 corners, then the geometry's own test only for the rows whose
-// bounds cross the box's edge (a point's bounds, or bounds inside the box, decide by themselves).
-function inHalf (b: Box, walk = false) {
-  const candidate = walk ? sql`` : sql`p.bbox && ${boxLiteral(b)}::box AND `
-  return sql`(${candidate}p.min_lon <= ${b.maxLon} AND p.max_lon >= ${b.minLon} AND p.min_lat <= ${b.maxLat} AND p.max_lat >= ${b.minLat}
-    AND (p.shape IS NULL
-      OR (p.min_lon >= ${b.minLon} AND p.max_lon <= ${b.maxLon} AND p.min_lat >= ${b.minLat} AND p.max_lat <= ${b.maxLat})
-      OR placemark_shape_intersects(p.shape, ${b.minLon}, ${b.minLat}, ${b.maxLon}, ${b.maxLat})))`
-}
-
 /**
  * Whether no placemark's bounds reach past a side of the box by more than PostgreSQL's 1e-6 of slack in
- * `&&`: four GiST probes, each stopping at its first row, so a box that does not hold them all is told
- * so at once.
+ * `&&` (migration 018's `placemark_box_holds_all`): four GiST probes, each stopping at its first row.
  */
 export async function holdsEveryPlacemark (db: Db, b: Box): Promise<boolean> {
-  const strips = [
-    sql`box(point('-Infinity', '-Infinity'), point(${b.minLon - 2e-6}, 'Infinity'))`,
-    sql`box(point(${b.maxLon + 2e-6}, '-Infinity'), point('Infinity', 'Infinity'))`,
-    sql`box(point('-Infinity', '-Infinity'), point('Infinity', ${b.minLat - 2e-6}))`,
-    sql`box(point('-Infinity', ${b.maxLat + 2e-6}), point('Infinity', 'Infinity'))`
-  ]
   const { rows: [row] } = await sql<{ holds: boolean }>`
-    SELECT NOT (${sql.join(strips.map((strip) => sql`EXISTS (SELECT 1 FROM placemarks WHERE bbox && ${strip})`), sql` OR `)}) AS holds`.execute(db)
+    SELECT placemark_box_holds_all(${b.minLon}::float8, ${b.minLat}::float8, ${b.maxLon}::float8, ${b.maxLat}::float8) AS holds`.execute(db)
   return row?.holds === true
 }
 
 /**
  * The placemarks intersecting the box (planar ST_Intersects, boundary inclusive; a box crossing the
- * antimeridian as its two halves), the first `limit` in id order, decided and answered in one
- * statement: the stored summaries joined there, so that the caller only copies bytes. The GiST index's
- * candidates are tested and sorted; but the planner estimates every `box && box` at 0.5 % of the rows,
- * and would take that path for the whole world too, reading and sorting every row (4 s at 1M
- * placemarks, past the statement timeout at 10M). So a box of a degree or more is first asked whether
- * it holds every placemark's bounds (the whole world, "show everything"); if so the id index is walked
- * instead, which reads `limit` rows: each of them passes.
+ * antimeridian as its two halves), the first `limit` in id order, decided and answered in the database
+ * by one function call (migration 018's `placemark_box_answer`, whose statements PostgreSQL plans once
+ * per connection): the stored summaries joined there, so that the caller only copies bytes.
  */
-export async function boxAnswer (db: Db, box: Box, limit: number, opts: { withoutJit?: boolean } = {}): Promise<BoxAnswer> {
+export async function boxAnswer (db: Db, box: Box, limit: number): Promise<BoxAnswer> {
   try {
-    // Over several million placemarks the planner's estimate for any box (0.5 % of the rows) passes
-    // jit_above_cost, and JIT compilation took 32 ms of a city box's 37 at 10M: the statement then runs
-    // with it off (SET LOCAL: the connection's other statements keep it). Below that, no transaction.
-    if (!opts.withoutJit) return await boxStatement(db, box, limit)
-    return await db.transaction().execute(async (trx) => {
-      await sql`SET LOCAL jit = off`.execute(trx)
-      return await boxStatement(trx, box, limit)
-    })
+    const { rows: [row] } = await sql<{ summaries: string; n: number }>`
+      SELECT summaries, n FROM placemark_box_answer(${box.minLon}::float8, ${box.minLat}::float8, ${box.maxLon}::float8, ${box.maxLat}::float8, ${limit}::integer)`.execute(db)
+    return { json: row?.summaries ?? '', count: row?.n ?? 0 }
   } catch (err) {
     // PostgreSQL's float8 arithmetic refuses a product or quotient that underflows to zero (only
     // coordinates or boxes within about 1e-160 of each other can give one): such a box is answered by
@@ -151,24 +124,6 @@ export async function boxAnswer (db: Db, box: Box, limit: number, opts: { withou
     if ((err as { code?: string }).code !== '22003') throw err
     return boxAnswerTestedHere(db, box, limit)
   }
-}
-
-// Boxes this wide or tall (in degrees) are asked whether they hold every placemark; smaller ones never
-// do at any size where it would matter, and skip the probe.
-const PROBED_FROM_DEGREES = 1
-
-async function boxStatement (db: Db, box: Box, limit: number): Promise<BoxAnswer> {
-  const halves = splitBox(box)
-  const holdsAll = halves.length === 1 && (box.maxLon - box.minLon >= PROBED_FROM_DEGREES || box.maxLat - box.minLat >= PROBED_FROM_DEGREES) &&
-    await holdsEveryPlacemark(db, box)
-  const { rows: [row] } = await sql<{ json: string | null; count: number }>`
-    SELECT string_agg(s.summary, ',' ORDER BY s.id) AS json, count(*)::int AS count
-    FROM (
-      SELECT p.id, p.summary FROM placemarks p
-      WHERE ${sql.join(halves.map((b) => inHalf(b, holdsAll)), sql` OR `)}
-      ORDER BY p.id LIMIT ${limit}
-    ) s`.execute(db)
-  return { json: row?.json ?? '', count: row?.count ?? 0 }
 }
 
 async function boxAnswerTestedHere (db: Db, box: Box, limit: number): Promise<BoxAnswer> {
@@ -213,12 +168,6 @@ export async function placemarkIdsInSpatialOrder (db: Db): Promise<Uint32Array> 
     }
   }
   return ids
-}
-
-/** The planner's count of placemarks (the import's ANALYZE sets it; 0 when never analyzed). */
-export async function placemarkCountEstimate (db: Db): Promise<number> {
-  const { rows: [row] } = await sql<{ n: number | null }>`SELECT reltuples::float8 AS n FROM pg_class WHERE oid = 'placemarks'::regclass`.execute(db)
-  return Math.max(0, row?.n ?? 0)
 }
 
 /** How many placemarks there are, and their smallest and largest ids (0 and -1 when there are none). */

@@ -16,6 +16,7 @@ import * as placemarkTime from './014_placemark_time.ts'
 import * as placemarkBoxAnswer from './015_placemark_box_answer.ts'
 import * as activityNewcomers from './016_activity_newcomers.ts'
 import * as placemarkShapeTest from './017_placemark_shape_test.ts'
+import * as placemarkBoxFunction from './018_placemark_box_function.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -35,5 +36,6 @@ export const migrations: Record<string, Migration> = {
   '014_placemark_time': placemarkTime,
   '015_placemark_box_answer': placemarkBoxAnswer,
   '016_activity_newcomers': activityNewcomers,
-  '017_placemark_shape_test': placemarkShapeTest
+  '017_placemark_shape_test': placemarkShapeTest,
+  '018_placemark_box_function': placemarkBoxFunction
 }

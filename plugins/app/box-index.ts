@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
 import type { Box } from '../../lib/geo/box.ts'
 import { joinedSummaries, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
-import { boxAnswer, placemarkCountEstimate } from '../../db/placemarks.ts'
+import { boxAnswer } from '../../db/placemarks.ts'
 import { loadBoxIndex } from '../../db/box-index-load.ts'
 import type { Database } from '../../db/types.ts'
 
@@ -30,8 +30,6 @@ declare module 'fastify' {
 }
 
 const RETRY_MS = 5000
-// From this many placemarks, box queries on the database run without JIT compilation (db/placemarks.ts boxAnswer).
-const JIT_FREE_FROM = 2_000_000
 
 export type BoxIndexState = 'off' | 'loading' | 'ready' | 'reloading' | 'too-big' | 'failed'
 
@@ -113,16 +111,9 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
   }
 
   const search = (box: Box, limit: number) => current && current.version === app.datasetVersion.current() ? current.index.search(box, limit) : null
-  // The dataset's size as the planner counts it, read once per version by the database path.
-  let size: { version: number; placemarks: Promise<number> } | null = null
-  const placemarks = () => {
-    const version = app.datasetVersion.current()
-    if (size?.version !== version) size = { version, placemarks: placemarkCountEstimate(app.db).catch(() => 0) }
-    return size.placemarks
-  }
   app.decorate('boxIndex', {
     search,
-    query: async (box: Box, limit: number) => search(box, limit) ?? await placemarksInBox(app.db, box, limit, (await placemarks()) >= JIT_FREE_FROM),
+    query: async (box: Box, limit: number) => search(box, limit) ?? await placemarksInBox(app.db, box, limit),
     idle: async () => {
       // eslint-disable-next-line no-unmodified-loop-condition -- `loading` is replaced by the load it waits for
       while (loading) await loading
@@ -148,7 +139,7 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
 }, { name: 'box-index', dependencies: ['config', 'db', 'dataset-cache'] })
 
 /** The box query on the database (db/placemarks.ts boxAnswer): the stored summaries, joined there. */
-export async function placemarksInBox (db: Kysely<Database>, box: Box, limit: number, withoutJit = false): Promise<SummaryBytes> {
-  const { json, count } = await boxAnswer(db, box, limit, { withoutJit })
+export async function placemarksInBox (db: Kysely<Database>, box: Box, limit: number): Promise<SummaryBytes> {
+  const { json, count } = await boxAnswer(db, box, limit)
   return joinedSummaries(json, count)
 }

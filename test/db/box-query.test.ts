@@ -188,6 +188,7 @@ for (const kind of dbKinds) {
     await sql`UPDATE placemarks SET created_at = '2025-06-01T12:34:56.789999Z'`.execute(handle.db)
     await step('015_placemark_box_answer')
     await checkStored(t, handle.db, 'migrated')
+    await step('018_placemark_box_function')
     await checkAnswers(t, handle.db, QUERIES, 'migrated')
   })
 }
@@ -263,15 +264,28 @@ t.test('a whole-world box over 100k placemarks walks the ids: limit 10 stays fas
   const all = await boxAnswer(handle.db, extent, 10_000)
   t.same((JSON.parse(`[${all.json}]`) as { id: number }[]).map((p) => p.id), Array.from({ length: 10_000 }, (_, i) => i + 1), 'the extent at limit 10,000: the first 10,000 ids')
 
-  // Without JIT (large datasets): the same answers, and the setting ends with the statement's transaction.
+  // The function runs without JIT (past several million placemarks every box's estimate would pass
+  // jit_above_cost); the connection keeps its own setting.
+  const { rows: [fn] } = await sql<{ config: string[] | null }>`SELECT proconfig AS config FROM pg_proc WHERE proname = 'placemark_box_answer'`.execute(handle.db)
+  t.same(fn?.config, ['jit=off'], 'the box function runs without JIT')
   const city = { minLon: -115.2, minLat: 36.05, maxLon: -115.1, maxLat: 36.15 }
-  const underflow = { minLon: 1e-170, minLat: 1e-170, maxLon: 2e-170, maxLat: 2e-170 }
-  for (const [box, limit] of [[city, 100], [world, 7], [{ minLon: 170, minLat: -90, maxLon: -170, maxLat: 90 }, 50], [underflow, 5]] as const) {
-    t.same(await boxAnswer(handle.db, box, limit, { withoutJit: true }), await boxAnswer(handle.db, box, limit), `without JIT: ${JSON.stringify(box)}, limit ${limit}`)
-  }
   const jit = await handle.db.connection().execute(async (c) => {
-    await boxAnswer(c, city, 10, { withoutJit: true })
-    return (await sql<{ jit: string }>`SELECT current_setting('jit') AS jit`.execute(c)).rows[0]?.jit
+    await sql`SET jit = on`.execute(c)
+    await boxAnswer(c, city, 10)
+    const after = (await sql<{ jit: string }>`SELECT current_setting('jit') AS jit`.execute(c)).rows[0]?.jit
+    await sql`RESET jit`.execute(c)
+    return after
   })
-  t.equal(jit, (await sql<{ jit: string }>`SELECT reset_val AS jit FROM pg_settings WHERE name = 'jit'`.execute(handle.db)).rows[0]?.jit, 'the connection keeps its own JIT setting')
+  t.equal(jit, 'on', 'the connection keeps its own JIT setting')
+
+  // The function's plans are kept per connection: an import that replaces the table is seen at once.
+  const answers = await handle.db.connection().execute(async (c) => {
+    const before = []
+    for (let i = 0; i < 8; i++) before.push(await boxAnswer(c, world, 3))
+    await importPlacemarks(handle, Readable.from([KML]), { timeZone: 'UTC', source: 'edges.kml' })
+    return { before: before.at(-1), after: await boxAnswer(c, world, 3), inCity: await boxAnswer(c, city, 10) }
+  })
+  t.equal(answers.before?.count, 3)
+  t.match(answers.after.json, /^\{"id":1,"name":"on the east edge"/, 'after an import, the new table\'s placemarks')
+  t.same(answers.inCity, { json: '', count: 0 }, 'and none of the old ones')
 })
