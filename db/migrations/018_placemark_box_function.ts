@@ -65,9 +65,10 @@ export async function up (db: Kysely<unknown>): Promise<void> {
     END
     $$`.execute(db)
   await sql.raw(`
+    -- PARALLEL RESTRICTED: it changes a setting (set_config) for the length of the call.
     CREATE FUNCTION placemark_box_answer (x0 float8, y0 float8, x1 float8, y1 float8, lim integer,
       OUT summaries text, OUT n integer)
-    LANGUAGE plpgsql STABLE PARALLEL SAFE SET jit = off SET enable_bitmapscan = on AS $$
+    LANGUAGE plpgsql STABLE PARALLEL RESTRICTED SET jit = off SET enable_bitmapscan = on AS $$
     BEGIN
       IF x0 > x1 THEN
         ${answer(`(${inHalf('x0', 'y0', '180', 'y1', true)}\n        OR ${inHalf('-180', 'y0', 'x1', 'y1', true)})`)}
