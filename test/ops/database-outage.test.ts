@@ -4,6 +4,7 @@ import type { Config } from '../../lib/config.ts'
 import pg from 'pg'
 import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { buildTestApp, createPostgresDatabase, projectRoot } from '../helper.ts'
 import { migrateToLatest, openDatabase, type DatabaseOptions } from '../../db/index.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
@@ -110,9 +111,23 @@ t.test('PostgreSQL refusing the database (dropped, not accepting connections) is
   t.equal(refused.statusCode, 503, 'not accepting connections: 503')
   t.equal((await app.inject('/health')).statusCode, 503)
   await admin.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS true`)
+  // A database is renamed only with no session on it, and the app's listener reconnects as soon as it
+  // may: its sessions are ended until the rename goes through.
+  const rename = async (from: string, to: string) => {
+    for (let attempt = 1; ; attempt++) {
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [from])
+      try {
+        await admin.query(`ALTER DATABASE ${from} RENAME TO ${to}`)
+        return
+      } catch (err) {
+        if ((err as { code?: string }).code !== '55006' || attempt >= 50) throw err
+        await sleep(20)
+      }
+    }
+  }
   // 3D000: the database no longer exists.
-  await admin.query(`ALTER DATABASE ${name} RENAME TO ${name}_moved`)
+  await rename(name, `${name}_moved`)
   t.equal((await app.inject('/api/v1/placemarks/1')).statusCode, 503, 'database missing: 503')
-  await admin.query(`ALTER DATABASE ${name}_moved RENAME TO ${name}`)
+  await rename(`${name}_moved`, name)
   t.ok(await recovers(app, '/health'), 'recovers once the database accepts connections again')
 })
