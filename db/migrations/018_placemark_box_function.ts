@@ -49,9 +49,10 @@ const LARGE_ANSWER = `
  *   too, reading and sorting every row; so a box of a degree or more is first asked whether it holds
  *   every placemark, and if so the id index is walked, which reads `lim` rows; if not, the first
  *   `10 × lim` rows in id order are tried (a box holding a large share of the placemarks finds its
- *   answer there), and failing that it is answered from the GiST index alone (LARGE_ANSWER above). JIT is off for it: past
- *   several million placemarks the estimate of any box passes `jit_above_cost`, and compiling took 32 ms
- *   of a city box's 37 at 10M, where the statement itself needs 5.
+ *   answer there), and failing that it is answered from the GiST index alone (LARGE_ANSWER above).
+ *   JIT is off for it: past several million placemarks the estimate of any box passes
+ *   `jit_above_cost`, and compiling took 32 ms of a city box's 37 at 10M, where the statement itself
+ *   needs 5.
  */
 export async function up (db: Kysely<unknown>): Promise<void> {
   await sql`
@@ -80,7 +81,9 @@ export async function up (db: Kysely<unknown>): Promise<void> {
           -- a large share of the placemarks (the answer is then the first \`lim\` of those that pass).
           SELECT string_agg(s.summary, ',' ORDER BY s.id), count(*)::integer INTO summaries, n
           FROM (
-            SELECT p.id, p.summary FROM (SELECT * FROM placemarks ORDER BY id LIMIT lim * 10) p
+            SELECT p.id, p.summary FROM (
+              SELECT id, summary, shape, min_lon, min_lat, max_lon, max_lat FROM placemarks ORDER BY id LIMIT lim * 10
+            ) p
             WHERE ${inHalf('x0', 'y0', 'x1', 'y1', false)}
             ORDER BY p.id LIMIT lim
           ) s;
