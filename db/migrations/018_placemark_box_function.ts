@@ -12,10 +12,11 @@ function inHalf (x0: string, y0: string, x1: string, y1: string, candidates: boo
           OR placemark_shape_intersects(p.shape, ${x0}, ${y0}, ${x1}, ${y1})))`
 }
 
-// The first `lim` placemarks meeting the condition, in id order, their stored summaries joined by commas.
-const answer = (where: string) => `
+// The first `lim` placemarks of `source` meeting the condition, in id order, their stored summaries
+// joined by commas.
+const answer = (where: string, source = 'placemarks') => `
       SELECT string_agg(s.summary, ',' ORDER BY s.id), count(*)::integer INTO summaries, n
-      FROM (SELECT p.id, p.summary FROM placemarks p WHERE ${where} ORDER BY p.id LIMIT lim) s;`
+      FROM (SELECT p.id, p.summary FROM ${source} p WHERE ${where} ORDER BY p.id LIMIT lim) s;`
 
 // The same answer for a large box, decided from the GiST index alone (an index-only scan: the bounds are
 // the indexed \`bbox\`, its corners the exact float8 ones, and \`id\` is included), the candidates' ids
@@ -79,14 +80,8 @@ export async function up (db: Kysely<unknown>): Promise<void> {
         ELSE
           -- The first rows in id order, at most ten times the limit of them: enough when the box holds
           -- a large share of the placemarks (the answer is then the first \`lim\` of those that pass).
-          SELECT string_agg(s.summary, ',' ORDER BY s.id), count(*)::integer INTO summaries, n
-          FROM (
-            SELECT p.id, p.summary FROM (
-              SELECT id, summary, shape, min_lon, min_lat, max_lon, max_lat FROM placemarks ORDER BY id LIMIT lim * 10
-            ) p
-            WHERE ${inHalf('x0', 'y0', 'x1', 'y1', false)}
-            ORDER BY p.id LIMIT lim
-          ) s;
+          ${answer(inHalf('x0', 'y0', 'x1', 'y1', false),
+            '(SELECT id, summary, shape, min_lon, min_lat, max_lon, max_lat FROM placemarks ORDER BY id LIMIT lim * 10)')}
           IF n < lim THEN
             -- The planner would read the candidates' rows through a bitmap (it estimates every box at
             -- 0.5 % of the rows); this statement's plan is made, and kept, without that choice (the
