@@ -8,6 +8,7 @@ import type { DatabaseHandle } from './db/index.ts'
 import { loggerOptions, requestChildLogger } from './lib/logger.ts'
 import configPlugin from './plugins/app/config.ts'
 import { schemaErrorFormatter, strictValidatorFactory } from './plugins/app/validation.ts'
+import { sharedSerializerFactory } from './plugins/app/serialization.ts'
 import { clientErrorHandler, frameworkErrorHandler } from './plugins/app/errors.ts'
 import requestIdPlugin from './plugins/app/request-id.ts'
 import { genReqId } from './lib/request-id.ts'
@@ -50,7 +51,8 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false } },
     // Fastify's Ajv compiler, each validator followed by one check for every route: non-finite numbers
     // (`1e309`, `Infinity`) and NUL characters are refused as 400s.
-    schemaController: { compilersFactory: { buildValidator: strictValidatorFactory() } },
+    // Fastify's serializer compiler, each distinct response schema compiled once (plugins/app/serialization.ts).
+    schemaController: { compilersFactory: { buildValidator: strictValidatorFactory(), buildSerializer: sharedSerializerFactory() } },
     schemaErrorFormatter,
     // Errors the router raises before any hook (a malformed escape, an over-long parameter) keep the
     // {error, message} contract and the CORS headers.

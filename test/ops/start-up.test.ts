@@ -1,0 +1,50 @@
+import t from 'tap'
+import { spawnSync } from 'node:child_process'
+import module from 'node:module'
+import { join } from 'node:path'
+import SerializerSelector from '@fastify/fast-json-stringify-compiler'
+import { Type } from '@sinclair/typebox'
+import { sharedSerializerFactory } from '../../plugins/app/serialization.ts'
+import { projectRoot, typescriptLoader } from '../helper.ts'
+
+const ErrorBody = Type.Object({ error: Type.String(), message: Type.String() })
+const Item = Type.Object({ id: Type.Integer(), name: Type.String(), tags: Type.Array(Type.String()) })
+const route = (schema: object, url: string, httpStatus: string) => ({ schema, method: 'GET', url, httpStatus })
+
+t.test('equal response schemas share one serializer, in every scope with the same shared schemas', async (t) => {
+  const factory = sharedSerializerFactory()
+  const scope = factory({}, undefined)
+  const other = factory({}, undefined)
+  // Equal schemas as distinct objects (each route builds its own), on other routes and statuses.
+  const a = scope(route({ ...ErrorBody }, '/a', '404'))
+  const b = scope(route(structuredClone(ErrorBody), '/b', '400'))
+  const c = other(route({ ...ErrorBody }, '/c', '401'))
+  t.equal(a, b, 'the same function for the same schema on two routes')
+  t.equal(a, c, 'and in another scope with the same shared schemas')
+  const item = scope(route(Item, '/d', '200'))
+  t.not(item, a, 'another schema gets its own serializer')
+  const withShared = factory({ 'urn:x': { $id: 'urn:x', type: 'string' } }, undefined)(route({ ...ErrorBody }, '/e', '404'))
+  t.not(withShared, a, 'a scope with other shared schemas compiles its own')
+})
+
+t.test('a shared serializer writes what Fastify\'s own compiler writes for the schema', async (t) => {
+  const serialize = sharedSerializerFactory()({}, undefined)(route(Item, '/f', '200'))
+  const direct = SerializerSelector()({}, undefined)(route(Item, '/f', '200'))
+  for (const value of [{ id: 1, name: 'a "quoted" name', tags: ['x', 'y'] }, { id: 2, name: '', tags: [], extra: true }]) {
+    t.equal(serialize(value), direct(value))
+  }
+})
+
+t.test('the loader turns on Node\'s compile cache where Node has one, never under coverage', async (t) => {
+  const probe = (env: NodeJS.ProcessEnv) => spawnSync(process.execPath, ['--import', typescriptLoader, '--input-type=module', '-e',
+    "import m from 'node:module'; console.log(String(m.getCompileCacheDir?.() || 'none'))"], { cwd: projectRoot, env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' })
+  const on = probe({})
+  t.equal(on.status, 0, on.stderr)
+  if (typeof (module as { enableCompileCache?: unknown }).enableCompileCache !== 'function') {
+    t.equal(on.stdout.trim(), 'none', `Node ${process.version} has no compile cache`)
+    return
+  }
+  t.match(on.stdout.trim(), /node-compile-cache/, 'Node\'s own cache directory')
+  const covered = probe({ NODE_V8_COVERAGE: join(t.testdir(), 'coverage') })
+  t.equal(covered.stdout.trim(), 'none', 'no cache while V8 collects coverage')
+})
