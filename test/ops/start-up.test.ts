@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import SerializerSelector from '@fastify/fast-json-stringify-compiler'
 import { Type } from '@sinclair/typebox'
 import { sharedSerializerFactory } from '../../plugins/app/serialization.ts'
+import { strictValidatorFactory } from '../../plugins/app/validation.ts'
 import { projectRoot, typescriptLoader } from '../helper.ts'
 
 const ErrorBody = Type.Object({ error: Type.String(), message: Type.String() })
@@ -33,6 +34,24 @@ t.test('a shared serializer writes what Fastify\'s own compiler writes for the s
   for (const value of [{ id: 1, name: 'a "quoted" name', tags: ['x', 'y'] }, { id: 2, name: '', tags: [], extra: true }]) {
     t.equal(serialize(value), direct(value))
   }
+})
+
+t.test('equal request schemas share one validator, which still refuses what the strict check refuses', async (t) => {
+  const factory = strictValidatorFactory()
+  const options = { customOptions: { coerceTypes: 'array' as const, useDefaults: true } }
+  const compile = factory({}, options)
+  const Query = Type.Object({ limit: Type.Number({ minimum: 1 }), q: Type.Optional(Type.String()) }, { additionalProperties: false })
+  const one = compile({ schema: Query, method: 'GET', url: '/a', httpPart: 'querystring' }) as ((data: unknown) => boolean) & { errors: unknown }
+  const two = factory({}, options)({ schema: structuredClone(Query), method: 'GET', url: '/b', httpPart: 'querystring' })
+  t.equal(one, two, 'one function for both routes')
+  t.not(compile({ schema: Item, method: 'POST', url: '/c', httpPart: 'body' }), one, 'another schema gets its own')
+  t.equal(one({ limit: '5' }), true, 'coerced and accepted')
+  t.equal(one({ limit: '1e309' }), false, 'a non-finite number is refused')
+  t.match(one.errors, [{ keyword: 'finite' }])
+  t.equal(one({ limit: 0 }), false, 'a schema refusal')
+  t.match(one.errors, [{ keyword: 'minimum' }])
+  t.equal(one({ limit: 2 }), true)
+  t.equal(one.errors, null, 'a pass leaves no refusal behind')
 })
 
 t.test('the loader turns on Node\'s compile cache where Node has one, never under coverage', async (t) => {
