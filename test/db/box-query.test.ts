@@ -93,7 +93,6 @@ const BOXES: Box[] = [
 interface Query { box: Box; limit: number }
 const QUERIES: Query[] = [...BOXES.map((box) => ({ box, limit: 1000 })), { box: BOXES[19]!, limit: 7 }, { box: BOXES[18]!, limit: 1 }, { box: BOXES[15]!, limit: 2 }]
 
-// Today's answer, worked out in JavaScript: every placemark's geometry tested, the summaries serialized from their columns.
 type Placemark = { row: SummaryRow; geometry: Geometry }
 
 // Every placemark in id order, its geometry read once for all the boxes asked of it.
@@ -102,7 +101,7 @@ async function placemarks (db: Kysely<Database>): Promise<Placemark[]> {
   return rows.map((row) => ({ row, geometry: JSON.parse(row.geometry) as Geometry }))
 }
 
-// The answer as every placemark tested in JavaScript gives it.
+// Today's answer, worked out in JavaScript: every placemark's geometry tested, the summaries serialized from their columns.
 function expected (all: Placemark[], q: Query): string[] {
   const out: string[] = []
   for (const p of all) {

@@ -104,9 +104,10 @@ t.test('PostgreSQL refusing the database (dropped, not accepting connections) is
   const admin = new pg.Client({ connectionString: url.replace(`/${name}`, '/postgres') })
   await admin.connect()
   t.teardown(() => admin.end())
+  const endSessions = (database: string) => admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [database])
   // 55000: the database is not accepting connections.
   await admin.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false`)
-  await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name])
+  await endSessions(name)
   const refused = await app.inject('/api/v1/placemarks/1')
   t.equal(refused.statusCode, 503, 'not accepting connections: 503')
   t.equal((await app.inject('/health')).statusCode, 503)
@@ -115,7 +116,7 @@ t.test('PostgreSQL refusing the database (dropped, not accepting connections) is
   // may: its sessions are ended until the rename goes through.
   const rename = async (from: string, to: string) => {
     for (let attempt = 1; ; attempt++) {
-      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [from])
+      await endSessions(from)
       try {
         await admin.query(`ALTER DATABASE ${from} RENAME TO ${to}`)
         return
