@@ -8,6 +8,7 @@ import { ConfigError, type Config } from '../lib/config.ts'
 import { EnvFileError, loadEnvFile } from '../lib/env-file.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
 import { EmbeddedDatabaseInUse, ownerState, readOwner } from '../db/embedded-lock.ts'
+import { LANE_POOL_MIN } from '../db/placemark-import.ts'
 import { commandSocketPath } from '../db/embedded.ts'
 
 // A user's mistake ends a CLI with one line on stderr and a non-zero exit, never a stack trace.
@@ -143,7 +144,8 @@ export async function openMigratedDatabase (config: Config): Promise<DatabaseHan
     handle = await openDatabase({
       url: config.DATABASE_URL,
       pgliteDir: config.PGLITE_DIR,
-      poolMax: 2,
+      // A placemark import's own connection and its two lanes (db/placemark-import.ts); other commands use one or two.
+      poolMax: LANE_POOL_MIN,
       connectionTimeoutMillis: config.DB_CONNECTION_TIMEOUT_MS,
       statementTimeoutMillis: 0,
       pgliteSharedBuffersMb: config.PGLITE_SHARED_BUFFERS_MB
