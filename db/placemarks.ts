@@ -109,7 +109,7 @@ export async function holdsEveryPlacemark (db: Db, b: Box): Promise<boolean> {
 /**
  * The placemarks intersecting the box (planar ST_Intersects, boundary inclusive; a box crossing the
  * antimeridian as its two halves), the first `limit` in id order, decided and answered in the database
- * by one function call (migration 018's `placemark_box_answer`, whose statements PostgreSQL plans once
+ * by one function call (`placemark_box_answer` of migrations 018 and 019, whose statements PostgreSQL plans once
  * per connection): the stored summaries joined there, so that the caller only copies bytes.
  */
 export async function boxAnswer (db: Db, box: Box, limit: number): Promise<BoxAnswer> {

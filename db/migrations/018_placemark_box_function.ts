@@ -4,7 +4,7 @@ import { sql, type Kysely } from 'kysely'
 // 1e-6 of slack), the exact test on the bounds' float8 corners, then the geometry's own test only for
 // the rows whose bounds cross the box's edge (a point's bounds, or bounds inside the box, decide by
 // themselves). Without `&&` when the box holds every placemark (the id index is walked instead).
-function inHalf (x0: string, y0: string, x1: string, y1: string, candidates: boolean): string {
+export function inHalf (x0: string, y0: string, x1: string, y1: string, candidates: boolean): string {
   const overlap = candidates ? `p.bbox && box(point(${x1}, ${y1}), point(${x0}, ${y0})) AND ` : ''
   return `(${overlap}p.min_lon <= ${x1} AND p.max_lon >= ${x0} AND p.min_lat <= ${y1} AND p.max_lat >= ${y0}
         AND (p.shape IS NULL
@@ -14,7 +14,7 @@ function inHalf (x0: string, y0: string, x1: string, y1: string, candidates: boo
 
 // The first `lim` placemarks of `source` meeting the condition, in id order, their stored summaries
 // joined by commas.
-const answer = (where: string, source = 'placemarks') => `
+export const answer = (where: string, source = 'placemarks') => `
       SELECT string_agg(s.summary, ',' ORDER BY s.id), count(*)::integer INTO summaries, n
       FROM (SELECT p.id, p.summary FROM ${source} p WHERE ${where} ORDER BY p.id LIMIT lim) s;`
 
@@ -33,6 +33,43 @@ const LARGE_ANSWER = `
             OR (SELECT g.shape IS NULL OR placemark_shape_intersects(g.shape, x0, y0, x1, y1) FROM placemarks g WHERE g.id = c.id))
         ORDER BY c.id LIMIT lim
       ) k JOIN placemarks q ON q.id = k.id;`
+
+/**
+ * The statement that makes `placemark_box_answer` (`CREATE` or `CREATE OR REPLACE`), with `small` the
+ * statements that answer a box under a degree a side (migration 019 gives it others).
+ */
+export function boxAnswerFunction (create: 'CREATE' | 'CREATE OR REPLACE', small: string = answer(inHalf('x0', 'y0', 'x1', 'y1', true))): string {
+  return `
+    -- PARALLEL RESTRICTED: it changes a setting (set_config) for the length of the call.
+    ${create} FUNCTION placemark_box_answer (x0 float8, y0 float8, x1 float8, y1 float8, lim integer,
+      OUT summaries text, OUT n integer)
+    LANGUAGE plpgsql STABLE PARALLEL RESTRICTED SET jit = off SET enable_bitmapscan = on AS $$
+    BEGIN
+      IF x0 > x1 THEN
+        ${answer(`(${inHalf('x0', 'y0', '180', 'y1', true)}\n        OR ${inHalf('-180', 'y0', 'x1', 'y1', true)})`)}
+      ELSIF x1 - x0 >= 1 OR y1 - y0 >= 1 THEN
+        IF placemark_box_holds_all(x0, y0, x1, y1) THEN
+          ${answer(inHalf('x0', 'y0', 'x1', 'y1', false))}
+        ELSE
+          -- The first rows in id order, at most ten times the limit of them: enough when the box holds
+          -- a large share of the placemarks (the answer is then the first \`lim\` of those that pass).
+          ${answer(inHalf('x0', 'y0', 'x1', 'y1', false),
+            '(SELECT id, summary, shape, min_lon, min_lat, max_lon, max_lat FROM placemarks ORDER BY id LIMIT lim * 10)')}
+          IF n < lim THEN
+            -- The planner would read the candidates' rows through a bitmap (it estimates every box at
+            -- 0.5 % of the rows); this statement's plan is made, and kept, without that choice (the
+            -- function's own SET restores the setting when it returns).
+            PERFORM set_config('enable_bitmapscan', 'off', true);
+            ${LARGE_ANSWER}
+          END IF;
+        END IF;
+      ELSE
+        ${small}
+      END IF;
+      summaries := coalesce(summaries, '');
+    END
+    $$`
+}
 
 /**
  * The box query as two functions, so that a box costs one round trip and PostgreSQL plans its
@@ -66,36 +103,7 @@ export async function up (db: Kysely<unknown>): Promise<void> {
         OR EXISTS (SELECT 1 FROM placemarks WHERE bbox && box(point('-Infinity', y1 + 2e-6), point('Infinity', 'Infinity'))));
     END
     $$`.execute(db)
-  await sql.raw(`
-    -- PARALLEL RESTRICTED: it changes a setting (set_config) for the length of the call.
-    CREATE FUNCTION placemark_box_answer (x0 float8, y0 float8, x1 float8, y1 float8, lim integer,
-      OUT summaries text, OUT n integer)
-    LANGUAGE plpgsql STABLE PARALLEL RESTRICTED SET jit = off SET enable_bitmapscan = on AS $$
-    BEGIN
-      IF x0 > x1 THEN
-        ${answer(`(${inHalf('x0', 'y0', '180', 'y1', true)}\n        OR ${inHalf('-180', 'y0', 'x1', 'y1', true)})`)}
-      ELSIF x1 - x0 >= 1 OR y1 - y0 >= 1 THEN
-        IF placemark_box_holds_all(x0, y0, x1, y1) THEN
-          ${answer(inHalf('x0', 'y0', 'x1', 'y1', false))}
-        ELSE
-          -- The first rows in id order, at most ten times the limit of them: enough when the box holds
-          -- a large share of the placemarks (the answer is then the first \`lim\` of those that pass).
-          ${answer(inHalf('x0', 'y0', 'x1', 'y1', false),
-            '(SELECT id, summary, shape, min_lon, min_lat, max_lon, max_lat FROM placemarks ORDER BY id LIMIT lim * 10)')}
-          IF n < lim THEN
-            -- The planner would read the candidates' rows through a bitmap (it estimates every box at
-            -- 0.5 % of the rows); this statement's plan is made, and kept, without that choice (the
-            -- function's own SET restores the setting when it returns).
-            PERFORM set_config('enable_bitmapscan', 'off', true);
-            ${LARGE_ANSWER}
-          END IF;
-        END IF;
-      ELSE
-        ${answer(inHalf('x0', 'y0', 'x1', 'y1', true))}
-      END IF;
-      summaries := coalesce(summaries, '');
-    END
-    $$`).execute(db)
+  await sql.raw(boxAnswerFunction('CREATE')).execute(db)
 }
 
 export async function down (db: Kysely<unknown>): Promise<void> {

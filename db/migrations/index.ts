@@ -17,6 +17,7 @@ import * as placemarkBoxAnswer from './015_placemark_box_answer.ts'
 import * as activityNewcomers from './016_activity_newcomers.ts'
 import * as placemarkShapeTest from './017_placemark_shape_test.ts'
 import * as placemarkBoxFunction from './018_placemark_box_function.ts'
+import * as placemarkBoxLazyTest from './019_placemark_box_lazy_test.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -37,5 +38,6 @@ export const migrations: Record<string, Migration> = {
   '015_placemark_box_answer': placemarkBoxAnswer,
   '016_activity_newcomers': activityNewcomers,
   '017_placemark_shape_test': placemarkShapeTest,
-  '018_placemark_box_function': placemarkBoxFunction
+  '018_placemark_box_function': placemarkBoxFunction,
+  '019_placemark_box_lazy_test': placemarkBoxLazyTest
 }

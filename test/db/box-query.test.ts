@@ -62,6 +62,11 @@ ${point('on -180', -180, -16.5)}
 <Folder><name>Cluster</name>
 ${Array.from({ length: 30 }, (_, i) => point(`cluster ${i}`, 60 + (i % 6) * 0.01, 60 + Math.floor(i / 6) * 0.01)).join('\n')}
 </Folder>
+<Folder><name>Near misses</name>
+${line('near miss A', [[50, 50], [50.2, 50.2]])}
+${line('near miss B', [[50.05, 49.9], [50.3, 50]])}
+${point('under two lines', 50.12, 50.02)}
+</Folder>
 </Document></kml>`
 
 const BOXES: Box[] = [
@@ -91,7 +96,12 @@ const BOXES: Box[] = [
 ]
 
 interface Query { box: Box; limit: number }
-const QUERIES: Query[] = [...BOXES.map((box) => ({ box, limit: 1000 })), { box: BOXES[19]!, limit: 7 }, { box: BOXES[18]!, limit: 1 }, { box: BOXES[15]!, limit: 2 }]
+// Small boxes (migration 019) whose first candidates in id order are lines that miss them: the lazy test
+// finds nothing in its first 2 × limit and the whole statement answers, or finds the answer itself.
+const UNDER_LINES: Box = { minLon: 50.1, minLat: 50, maxLon: 50.15, maxLat: 50.04 }
+const ON_LINE_A: Box = { minLon: 50, minLat: 50, maxLon: 50.05, maxLat: 50.05 }
+const QUERIES: Query[] = [...BOXES.map((box) => ({ box, limit: 1000 })), { box: BOXES[19]!, limit: 7 }, { box: BOXES[18]!, limit: 1 }, { box: BOXES[15]!, limit: 2 },
+  { box: UNDER_LINES, limit: 1 }, { box: UNDER_LINES, limit: 2 }, { box: ON_LINE_A, limit: 1 }]
 
 type Placemark = { row: SummaryRow; geometry: Geometry }
 
@@ -151,7 +161,7 @@ for (const kind of dbKinds) {
   t.test(`the box query's edge cases on ${kind}, in the database and in memory`, async (t) => {
     const handle = await openTestDatabase(t, kind)
     const summary = await importPlacemarks(handle, Readable.from([KML]), { timeZone: 'UTC', source: 'edges.kml' })
-    t.equal(summary.placemarks, 48)
+    t.equal(summary.placemarks, 51)
     await checkStored(t, handle.db, 'imported')
     await checkAnswers(t, handle.db, QUERIES, 'database')
     // Some answers spelled out, so that the reference itself is checked.
@@ -166,6 +176,9 @@ for (const kind of dbKinds) {
     t.same(await names(QUERIES[15]!), ['east of it', 'west of it', 'on it', 'on -180'], 'a box across the antimeridian')
     t.same(await names(QUERIES[21]!), ['tiny diagonal'], 'a box whose test underflows in float8')
     t.same(await names(QUERIES[22]!), ['cluster 0', 'cluster 1', 'cluster 2', 'cluster 3', 'cluster 4', 'cluster 5', 'cluster 6'], 'the limit, in id order')
+    t.same(await names(QUERIES[25]!), ['under two lines'], 'a small box: the two lines first in id order miss it, the point after them is found')
+    t.same(await names(QUERIES[26]!), ['under two lines'], 'the same with more room than placemarks')
+    t.same(await names(QUERIES[27]!), ['near miss A'], 'a small box answered by the first line tested')
 
     // The route on both paths gives the same bytes as the reference.
     const database = await buildTestApp(t, handle, { BBOX_INDEX_MB: 0 })
@@ -204,6 +217,11 @@ for (const kind of dbKinds) {
     await checkStored(t, handle.db, 'migrated')
     await step('018_placemark_box_function')
     await checkAnswers(t, handle.db, QUERIES, 'migrated')
+    // Migration 019's small boxes, and its down back to 018's function.
+    await step('019_placemark_box_lazy_test')
+    await checkAnswers(t, handle.db, QUERIES, 'migration 019')
+    await step('018_placemark_box_function')
+    await checkAnswers(t, handle.db, QUERIES, 'migration 019 undone')
   })
 }
 
