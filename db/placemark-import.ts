@@ -67,8 +67,8 @@ const STAGING_DERIVED = `
 //   inside that one transaction;
 // - two lanes (PostgreSQL): two more connections, on which the staging and shadow tables are tables
 //   of their own, committed as they are built, so that both cores work: the sorted insert is split in
-//   two at the spatial key's median (21.9 s on one connection against 11–14 s on two, at 1M placemarks)
-//   and the trigram index is built beside the others. Nobody reads them but the import (readers use
+//   two at the spatial key's median, and the trigram index is built beside the others (at 1M
+//   placemarks the insert and the indexes took 32 s on one connection and 14 s on two). Nobody reads them but the import (readers use
 //   placemarks, and the import lock keeps other imports out); a failed import drops them before it
 //   lets go of the lock, and the next import drops any that a crash left behind.
 type Lanes = readonly [PoolClient] | readonly [PoolClient, PoolClient]

@@ -10,27 +10,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { createPostgresDatabase, projectRoot, type Teardown } from '../helper.ts'
+import { heldSource, waitUntil } from '../support/held-source.ts'
 import { openDatabase, migrateToLatest, type DatabaseHandle } from '../../db/index.ts'
 import { importPlacemarks, IMPORT_LOCK_KEY, LANE_POOL_MIN } from '../../db/placemark-import.ts'
 import { generateKml } from '../../scripts/generate-kml.ts'
 
 const small = readFileSync(join(projectRoot, 'test/fixtures/small.kml'), 'utf8')
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** A source that stops after its first part until released: an import held half way. */
-function heldSource (first: string, rest: string) {
-  let release!: () => void
-  const released = new Promise<void>((resolve) => { release = resolve })
-  let reached!: () => void
-  const waiting = new Promise<void>((resolve) => { reached = resolve })
-  async function * chunks (): AsyncGenerator<string> {
-    yield first
-    reached()
-    await released
-    yield rest
-  }
-  return { chunks: chunks(), waiting, release }
-}
 
 async function database (t: Teardown, poolMax: number): Promise<{ url: string; handle: DatabaseHandle }> {
   const url = await createPostgresDatabase(t)
@@ -45,14 +30,6 @@ async function client (t: Teardown, url: string): Promise<pg.Client> {
   await c.connect()
   t.teardown(() => c.end())
   return c
-}
-
-async function until (check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out waiting')
-    await sleep(20)
-  }
 }
 
 // Everything an import leaves, but the time it ran at (created_at, and the summary's copy of it).
@@ -91,12 +68,17 @@ t.test('two lanes and one give the same dataset, indexes and constraints', async
   const held = heldSource(text.slice(0, cut), text.slice(cut))
   const importing = importPlacemarks(two.handle, held.chunks, { timeZone: 'UTC', source: 'generated.kml' })
   await held.waiting
-  const observer = await client(t, two.url)
-  const { rows } = await observer.query<{ lock: number; copy: number }>(
-    `SELECT (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted) AS lock,
-            (SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'COPY placemarks_staging%') AS copy`, [IMPORT_LOCK_KEY])
-  t.ok(rows[0].lock && rows[0].copy && rows[0].lock !== rows[0].copy, `the rows go in on a lane (${rows[0].copy}), not on the import's own connection (${rows[0].lock})`)
-  held.release()
+  try {
+    const observer = await client(t, two.url)
+    // Locks of this database only: other tests' imports hold the same key in theirs.
+    const { rows } = await observer.query<{ lock: number; copy: number }>(
+      `SELECT (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())) AS lock,
+              (SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'COPY placemarks_staging%') AS copy`, [IMPORT_LOCK_KEY])
+    t.ok(rows[0].lock && rows[0].copy && rows[0].lock !== rows[0].copy, `the rows go in on a lane (${rows[0].copy}), not on the import's own connection (${rows[0].lock})`)
+  } finally {
+    held.release()
+  }
   t.equal((await importing).placemarks, 5000)
 
   const a = await contents(one.handle)
@@ -124,8 +106,9 @@ t.test('a lane that fails leaves the old dataset, no tables and no lock behind',
   await locker.query('LOCK TABLE placemarks_next IN SHARE MODE')
   held.release()
   const waiting = async () => (await observer.query<{ pid: number }>(
-    "SELECT pid FROM pg_locks WHERE relation = to_regclass('placemarks_next') AND NOT granted ORDER BY pid")).rows
-  await until(async () => (await waiting()).length === 2)
+    `SELECT pid FROM pg_locks WHERE relation = to_regclass('placemarks_next') AND NOT granted
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY pid`)).rows
+  await waitUntil(async () => (await waiting()).length === 2)
   const [victim] = await waiting()
   await observer.query('SELECT pg_terminate_backend($1)', [victim.pid])
   await locker.query('ROLLBACK')

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
 import { createPostgresDatabase, openTestDatabase, projectRoot } from '../helper.ts'
+import { heldSource, waitUntil } from '../support/held-source.ts'
 import { runScript } from '../support/run.ts'
 import { openDatabase, migrateToLatest, type DatabaseHandle } from '../../db/index.ts'
 import { importPlacemarks, IMPORT_LOCK_KEY, SWAP_LOCK } from '../../db/placemark-import.ts'
@@ -17,21 +18,6 @@ async function * once (text: string): AsyncGenerator<string> {
 const run = (handle: DatabaseHandle, options: Partial<Parameters<typeof importPlacemarks>[2]> = {}, text = small) =>
   importPlacemarks(handle, once(text), { timeZone: 'UTC', source: 'small.kml', ...options })
 
-/** A source that stops after its first part until released: an import held half way. */
-function heldSource (first: string, rest: string) {
-  let release!: () => void
-  const released = new Promise<void>((resolve) => { release = resolve })
-  let reached!: () => void
-  const waiting = new Promise<void>((resolve) => { reached = resolve })
-  async function * chunks (): AsyncGenerator<string> {
-    yield first
-    reached()
-    await released
-    yield rest
-  }
-  return { chunks: chunks(), waiting, release }
-}
-
 async function client (url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url })
   await c.connect()
@@ -43,14 +29,6 @@ async function importWaiting (observer: pg.Client): Promise<boolean> {
   const { rows } = await observer.query<{ n: number }>(
     "SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'placemarks'::regclass AND NOT granted AND mode = 'AccessExclusiveLock'")
   return rows[0].n > 0
-}
-
-async function until (check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out waiting')
-    await sleep(20)
-  }
 }
 
 t.test('a long reader delays the swap without stalling the readers behind it', async (t) => {
@@ -72,7 +50,7 @@ t.test('a long reader delays the swap without stalling the readers behind it', a
   await longReader.query('SELECT count(*) FROM placemarks')
   const started = Date.now()
   const importing = run(handle)
-  await until(() => importWaiting(observer))
+  await waitUntil(() => importWaiting(observer))
 
   // Readers that come while the import waits are answered within about the lock timeout.
   const waits: number[] = []
