@@ -19,7 +19,8 @@ Imports a KML document, or the KML inside a KMZ archive, as the new version of t
 placemarks, styles, folders and the timeline events dated by the placemarks' names. All or nothing: a
 file that fails to parse leaves the current dataset as it was. On a terminal, progress shows the bytes
 read against the size of the KML (a percentage and an estimate of the time left); otherwise one summary
-line is written when reading ends.
+line is written when reading ends. On PostgreSQL the import opens three connections: one holds its
+transaction and the two others load and index the new table side by side.
 
 options:
   --timezone <IANA zone>   zone of the local times in placemark names, e.g. America/Los_Angeles (default: UTC)

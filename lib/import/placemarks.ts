@@ -64,7 +64,7 @@ export interface StyleRecord { id: string; kind: 'Style' | 'StyleMap'; definitio
 export interface FolderRecord { id: number; name: string; path: string[] }
 
 /**
- * Where parsed items go: the database inside one transaction, or nowhere for a dry run. Styles and
+ * Where parsed items go: the database, swapped in whole (db/placemark-import.ts), or nowhere for a dry run. Styles and
  * folders are counted into the summary by the sink, which is what tells duplicate style ids apart.
  */
 export interface Sink {
