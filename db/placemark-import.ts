@@ -68,9 +68,10 @@ const STAGING_DERIVED = `
 // - two lanes (PostgreSQL): two more connections, on which the staging and shadow tables are tables
 //   of their own, committed as they are built, so that both cores work: the sorted insert is split in
 //   two at the spatial key's median, and the trigram index is built beside the others (at 1M
-//   placemarks the insert and the indexes took 32 s on one connection and 14 s on two). Nobody reads them but the import (readers use
-//   placemarks, and the import lock keeps other imports out); a failed import drops them before it
-//   lets go of the lock, and the next import drops any that a crash left behind.
+//   placemarks the insert and the indexes took 32 s on one connection and 14 s on two). Nobody reads
+//   them but the import (readers use placemarks, and the import lock keeps other imports out); a
+//   failed import drops them before it lets go of the lock, and the next import drops any that a
+//   crash left behind.
 type Lanes = readonly [PoolClient] | readonly [PoolClient, PoolClient]
 
 // Connections the pool must allow for two lanes: the main one and two more.
@@ -96,11 +97,13 @@ async function takeLanes (handle: DatabaseHandle, main: PoolClient): Promise<Lan
   }
 }
 
+// The import's own tables, as a crash or a failed import may have left them.
+const DROP_IMPORT_TABLES = 'DROP TABLE IF EXISTS placemarks_staging, placemarks_next'
+
 // The shadow table, and the staging table in a transaction of its own when on a lane (COPY FREEZE
 // needs the table created in the COPY's transaction).
 async function createTables (lane: PoolClient, own: boolean): Promise<void> {
-  await lane.query('DROP TABLE IF EXISTS placemarks_next')
-  await lane.query('DROP TABLE IF EXISTS placemarks_staging')
+  await lane.query(DROP_IMPORT_TABLES)
   await lane.query('CREATE TABLE placemarks_next (LIKE placemarks INCLUDING DEFAULTS INCLUDING CONSTRAINTS)')
   if (own) await lane.query('BEGIN')
   await lane.query('CREATE UNLOGGED TABLE placemarks_staging (LIKE placemarks)')
@@ -246,7 +249,7 @@ async function databaseSink (handle: DatabaseHandle, summary: ImportSummary, loc
     if (lanes.length === 2) {
       for (const lane of lanes) await attempt(lane, 'ROLLBACK')
       for (const lane of lanes) {
-        if (await attempt(lane, 'DROP TABLE IF EXISTS placemarks_staging, placemarks_next')) break
+        if (await attempt(lane, DROP_IMPORT_TABLES)) break
       }
     }
     await attempt(client, 'ROLLBACK')

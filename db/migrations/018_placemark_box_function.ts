@@ -1,15 +1,26 @@
 import { sql, type Kysely } from 'kysely'
 
-// One planar half of the box (x0..x1, y0..y1): the GiST index's candidates (its `&&` allows PostgreSQL's
-// 1e-6 of slack), the exact test on the bounds' float8 corners, then the geometry's own test only for
+// The bounds of row `p` meeting one planar half of the box (x0..x1, y0..y1): the GiST index's candidates
+// (its `&&` allows PostgreSQL's 1e-6 of slack), then the exact test on the bounds' float8 corners.
+// Without `&&` when the box holds every placemark (the id index is walked instead).
+export function boundsMeet (x0: string, y0: string, x1: string, y1: string, candidates: boolean, p = 'p'): string {
+  const overlap = candidates ? `${p}.bbox && box(point(${x1}, ${y1}), point(${x0}, ${y0})) AND ` : ''
+  return `${overlap}${p}.min_lon <= ${x1} AND ${p}.max_lon >= ${x0} AND ${p}.min_lat <= ${y1} AND ${p}.max_lat >= ${y0}`
+}
+
+// Whether the geometry of row `p`, whose bounds meet the box, meets it: the geometry's own test only for
 // the rows whose bounds cross the box's edge (a point's bounds, or bounds inside the box, decide by
-// themselves). Without `&&` when the box holds every placemark (the id index is walked instead).
+// themselves).
+export function shapeMeets (x0: string, y0: string, x1: string, y1: string, p = 'p'): string {
+  return `(${p}.shape IS NULL
+          OR (${p}.min_lon >= ${x0} AND ${p}.max_lon <= ${x1} AND ${p}.min_lat >= ${y0} AND ${p}.max_lat <= ${y1})
+          OR placemark_shape_intersects(${p}.shape, ${x0}, ${y0}, ${x1}, ${y1}))`
+}
+
+// One planar half of the box: the bounds, then the geometry.
 export function inHalf (x0: string, y0: string, x1: string, y1: string, candidates: boolean): string {
-  const overlap = candidates ? `p.bbox && box(point(${x1}, ${y1}), point(${x0}, ${y0})) AND ` : ''
-  return `(${overlap}p.min_lon <= ${x1} AND p.max_lon >= ${x0} AND p.min_lat <= ${y1} AND p.max_lat >= ${y0}
-        AND (p.shape IS NULL
-          OR (p.min_lon >= ${x0} AND p.max_lon <= ${x1} AND p.min_lat >= ${y0} AND p.max_lat <= ${y1})
-          OR placemark_shape_intersects(p.shape, ${x0}, ${y0}, ${x1}, ${y1})))`
+  return `(${boundsMeet(x0, y0, x1, y1, candidates)}
+        AND ${shapeMeets(x0, y0, x1, y1)})`
 }
 
 // The first `lim` placemarks of `source` meeting the condition, in id order, their stored summaries
@@ -34,11 +45,14 @@ const LARGE_ANSWER = `
         ORDER BY c.id LIMIT lim
       ) k JOIN placemarks q ON q.id = k.id;`
 
+// The answer to a box under a degree a side, as this migration makes it.
+export const SMALL_BOX_ANSWER = answer(inHalf('x0', 'y0', 'x1', 'y1', true))
+
 /**
  * The statement that makes `placemark_box_answer` (`CREATE` or `CREATE OR REPLACE`), with `small` the
  * statements that answer a box under a degree a side (migration 019 gives it others).
  */
-export function boxAnswerFunction (create: 'CREATE' | 'CREATE OR REPLACE', small: string = answer(inHalf('x0', 'y0', 'x1', 'y1', true))): string {
+export function boxAnswerFunction (create: 'CREATE' | 'CREATE OR REPLACE', small: string = SMALL_BOX_ANSWER): string {
   return `
     -- PARALLEL RESTRICTED: it changes a setting (set_config) for the length of the call.
     ${create} FUNCTION placemark_box_answer (x0 float8, y0 float8, x1 float8, y1 float8, lim integer,

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import { answer, boxAnswerFunction, inHalf } from './018_placemark_box_function.ts'
+import { boundsMeet, boxAnswerFunction, shapeMeets, SMALL_BOX_ANSWER } from './018_placemark_box_function.ts'
 
 // Boxes narrower than this (degrees, both sides) take the path below: at the bench's densest 1M
 // placemarks one holds at most a few thousand candidates.
@@ -22,24 +22,21 @@ const LAZY = `
       FROM (
         SELECT c.id, c.summary FROM (
           SELECT p.id + 0 AS k, p.id, p.summary, p.shape, p.min_lon, p.min_lat, p.max_lon, p.max_lat FROM placemarks p
-          WHERE p.bbox && box(point(x1, y1), point(x0, y0)) AND p.min_lon <= x1 AND p.max_lon >= x0 AND p.min_lat <= y1 AND p.max_lat >= y0
+          WHERE ${boundsMeet('x0', 'y0', 'x1', 'y1', true)}
           ORDER BY k LIMIT 2 * lim
         ) c
-        WHERE c.shape IS NULL
-          OR (c.min_lon >= x0 AND c.max_lon <= x1 AND c.min_lat >= y0 AND c.max_lat <= y1)
-          OR placemark_shape_intersects(c.shape, x0, y0, x1, y1)
+        WHERE ${shapeMeets('x0', 'y0', 'x1', 'y1', 'c')}
         ORDER BY c.k LIMIT lim
       ) s;`
 
 export async function up (db: Kysely<unknown>): Promise<void> {
-  const whole = answer(inHalf('x0', 'y0', 'x1', 'y1', true))
   await sql.raw(boxAnswerFunction('CREATE OR REPLACE', `IF x1 - x0 < ${SMALL} AND y1 - y0 < ${SMALL} THEN
         ${LAZY}
           IF n < lim THEN
-            ${whole}
+            ${SMALL_BOX_ANSWER}
           END IF;
         ELSE
-          ${whole}
+          ${SMALL_BOX_ANSWER}
         END IF;`)).execute(db)
 }
 
