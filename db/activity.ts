@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
 import { MAX_INSTANT } from '../lib/activity/instant.ts'
 

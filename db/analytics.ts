@@ -1,4 +1,5 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely'
+import type { Kysely, RawBuilder } from 'kysely'
+import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
 import type { SuspicionCounts } from '../lib/activity/analytics.ts'
 

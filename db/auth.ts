@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely'
+import type { Kysely, RawBuilder, Selectable } from 'kysely'
+import { sql } from './kysely.ts'
 import type { Database, UserTable } from './types.ts'
 import type { IdpGuild, IdpUser } from '../lib/auth/idp-client.ts'
 import type { Role } from '../lib/auth/types.ts'

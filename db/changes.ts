@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
 
 /** The NOTIFY channel of the change bus; each payload is `{"kind": …, "key": …}` as JSON. */

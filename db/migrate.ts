@@ -1,4 +1,5 @@
-import { Migrator, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { Migrator } from './kysely.ts'
 import type { Database } from './types.ts'
 import { migrations } from './migrations/index.ts'
 

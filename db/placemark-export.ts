@@ -1,4 +1,5 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely'
+import type { Kysely, RawBuilder } from 'kysely'
+import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
 import { intersectsBox, splitBox, type Box, type Geometry } from '../lib/geo/box.ts'
 import type { ExportFolder, ExportPlacemark, ExportStyle } from '../lib/kml/writer.ts'

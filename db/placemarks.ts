@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
 import { intersectsBox, splitBox, type Box, type Geometry } from '../lib/geo/box.ts'
 import type { PlacemarkDetailT, PlacemarkSummaryT, StatsT, TimelineEventT } from '../schemas/placemarks.ts'

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { Kysely, PostgresDialect } from 'kysely'
+import { Kysely, PostgresDialect } from './kysely.ts'
 import type { Database } from './types.ts'
 import { once, type DatabaseHandle, type DatabaseOptions } from './handle.ts'
 import { listenerRegistry, listenPostgres } from './listen.ts'

@@ -1,5 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox'
-import { Value } from '@sinclair/typebox/value'
+import type { Static } from '@sinclair/typebox'
+import { Type, Value } from './typebox.ts'
 import { ACCESS_ALGORITHMS, MIN_SECRET_LENGTH, privateKeyRing, secretRing, splitSecrets } from './auth/key-ring.ts'
 
 export { MIN_SECRET_LENGTH }

@@ -1,4 +1,5 @@
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '../lib/typebox.ts'
 import type { FastifyBaseLogger } from 'fastify'
 import { ping } from '../db/index.ts'
 

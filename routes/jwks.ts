@@ -1,4 +1,5 @@
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '../lib/typebox.ts'
 import { answer, errors, fail, type Headers } from '../schemas/common.ts'
 import { HttpError } from '../lib/errors.ts'
 

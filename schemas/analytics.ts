@@ -1,4 +1,5 @@
-import { Type, type TProperties } from '@sinclair/typebox'
+import type { TProperties } from '@sinclair/typebox'
+import { Type } from '../lib/typebox.ts'
 import { errors, fail, Nullable } from './common.ts'
 
 export const GUILD_EXAMPLE = '700000000000000001'

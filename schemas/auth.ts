@@ -1,4 +1,5 @@
-import { Type, type TSchema } from '@sinclair/typebox'
+import type { TSchema } from '@sinclair/typebox'
+import { Type } from '../lib/typebox.ts'
 import { Nullable, ref } from './common.ts'
 
 // The examples are the development identity provider's demo user `ada` (lib/dev-idp/demo-data.ts).

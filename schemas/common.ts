@@ -1,4 +1,5 @@
-import { Type, type SchemaOptions, type Static, type TSchema } from '@sinclair/typebox'
+import type { SchemaOptions, Static, TSchema } from '@sinclair/typebox'
+import { Type } from '../lib/typebox.ts'
 import { STATUS_CODES } from 'node:http'
 
 /**

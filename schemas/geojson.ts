@@ -1,4 +1,5 @@
-import { Type, type TObject, type TProperties, type TSchema } from '@sinclair/typebox'
+import type { TObject, TProperties, TSchema } from '@sinclair/typebox'
+import { Type } from '../lib/typebox.ts'
 import { PlacemarkDetail, PlacemarkSummary, TimelineEvent } from './placemarks.ts'
 
 /**

@@ -1,4 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox'
+import type { Static } from '@sinclair/typebox'
+import { Type } from '../lib/typebox.ts'
 import { Nullable } from './common.ts'
 import { Geometry } from './geojson.ts'
 import { GeometryType, KeyValue } from './placemarks.ts'

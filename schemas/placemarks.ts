@@ -1,4 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox'
+import type { Static } from '@sinclair/typebox'
+import { Type } from '../lib/typebox.ts'
 import { Nullable, ref } from './common.ts'
 
 export const GeometryType = Type.Union([Type.Literal('Point'), Type.Literal('LineString'), Type.Literal('Polygon')], {

@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 
 export async function up (db: Kysely<unknown>): Promise<void> {
   await sql`

@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 
 // Every instance polls the users changed since its last look (to drop cached profiles): index the time.
 export async function up (db: Kysely<unknown>): Promise<void> {

@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 
 // The retention rule deletes ended sessions and expired refresh-token records: index their ends.
 export async function up (db: Kysely<unknown>): Promise<void> {

@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 
 /**
  * Events of every type: message, typing, message_delete, reaction, presence, role_change, join and

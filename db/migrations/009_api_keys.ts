@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 
 /**
  * API keys of the guilds' bots for POST /api/activity: stored as the SHA-256 of the key (the key itself

@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 
 /**
  * Rollups for the analytics routes, maintained by every load (CLI or API), so that a window reads whole

@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 
 /**
  * Text search `q` on the placemarks: each word must appear, case-insensitively, in the name or the

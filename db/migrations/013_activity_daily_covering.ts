@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 
 /**
  * The daily rollup's primary key carries every count the analytics routes read (not only the typing

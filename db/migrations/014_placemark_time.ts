@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 
 /**
  * KML time: a placemark's `<TimeStamp>` or `<TimeSpan>` as the period it names (lib/kml/time.ts), from

@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 
 // The exact test as this migration made it (017 makes it faster and its down restores this).
 export const SHAPE_INTERSECTS = `    CREATE FUNCTION placemark_shape_intersects (c float8[], x0 float8, y0 float8, x1 float8, y1 float8) RETURNS boolean

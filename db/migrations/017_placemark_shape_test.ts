@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 import { SHAPE_INTERSECTS } from './015_placemark_box_answer.ts'
 
 // One segment (a to q) against the box x0..x1, y0..y1, as one expression: the extents overlap and the

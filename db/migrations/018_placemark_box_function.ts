@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 
 // The bounds of row `p` meeting one planar half of the box (x0..x1, y0..y1): the GiST index's candidates
 // (its `&&` allows PostgreSQL's 1e-6 of slack), then the exact test on the bounds' float8 corners.

@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
+import { sql } from '../kysely.ts'
 import { boundsMeet, boxAnswerFunction, shapeMeets, SMALL_BOX_ANSWER } from './018_placemark_box_function.ts'
 
 // Boxes narrower than this (degrees, both sides) take the path below: at the bench's densest 1M

@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { sql } from '../kysely.ts'
 import type { DatabaseHandle } from '../index.ts'
 import { loadActivity, type LoadSummary } from '../activity-load.ts'
 import { syntheticActivity } from '../../lib/activity/synthetic.ts'

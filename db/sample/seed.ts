@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { sql } from 'kysely'
+import { sql } from '../kysely.ts'
 import type { DatabaseHandle } from '../index.ts'
 import { type ImportSummary } from '../../lib/import/placemarks.ts'
 import { importPlacemarks } from '../placemark-import.ts'

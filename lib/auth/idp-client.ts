@@ -1,5 +1,4 @@
-import { Type } from '@sinclair/typebox'
-import { Value } from '@sinclair/typebox/value'
+import { Type, Value } from '../typebox.ts'
 import { HttpError } from '../errors.ts'
 import type { Config } from '../config.ts'
 

@@ -1,4 +1,5 @@
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '../../lib/typebox.ts'
 import type { FastifyRequest } from 'fastify'
 import { STATUS_CODES } from 'node:http'
 import { answer, errors, fail } from '../../schemas/common.ts'

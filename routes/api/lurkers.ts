@@ -1,4 +1,5 @@
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '../../lib/typebox.ts'
 import { answer } from '../../schemas/common.ts'
 import { analyticsErrors, echo, rules, userId, username, windowQuery } from '../../schemas/analytics.ts'
 import { lurkers } from '../../db/analytics.ts'

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '../../lib/typebox.ts'
 import { DEMO_USERS, type DemoUser } from '../../lib/dev-idp/demo-data.ts'
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)

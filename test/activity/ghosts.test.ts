@@ -1,5 +1,5 @@
 import t from 'tap'
-import { sql } from 'kysely'
+import { sql } from '../../db/kysely.ts'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 import type { DatabaseHandle } from '../../db/index.ts'
 import type { ActivityEvent } from '../../lib/activity/event.ts'

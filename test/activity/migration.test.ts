@@ -1,5 +1,5 @@
 import t from 'tap'
-import { sql } from 'kysely'
+import { sql } from '../../db/kysely.ts'
 import { ghostsForGuild } from '../../db/activity.ts'
 import { dbKinds, unmigratedDatabase } from '../helper.ts'
 

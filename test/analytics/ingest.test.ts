@@ -1,5 +1,5 @@
 import t from 'tap'
-import { sql } from 'kysely'
+import { sql } from '../../db/kysely.ts'
 import { buildTestApp, createPostgresDatabase } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'
 import { runScript } from '../support/run.ts'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { sql } from 'kysely'
+import { sql } from '../../db/kysely.ts'
 import { randomUUID } from 'node:crypto'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'

@@ -5,7 +5,7 @@
  */
 import t, { type Test } from 'tap'
 import type { FastifyInstance, InjectOptions } from 'fastify'
-import { sql } from 'kysely'
+import { sql } from '../../db/kysely.ts'
 import { buildTestApp, importVegas, openTestDatabase, vegasAbsent, type DbKind } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'
 import { loadActivity } from '../../db/activity-load.ts'

@@ -4,7 +4,7 @@
  * common), sums a hair off a half, and counts so large that the exact sum leaves int8 for numeric.
  */
 import t from 'tap'
-import { sql } from 'kysely'
+import { sql } from '../../db/kysely.ts'
 import { dbKinds, openTestDatabase } from '../helper.ts'
 import { SUSPICION_SCORE, suspicionFloatSum } from '../../db/analytics.ts'
 import { suspicion, type SuspicionCounts } from '../../lib/activity/analytics.ts'

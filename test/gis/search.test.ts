@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
-import { sql } from 'kysely'
+import { sql } from '../../db/kysely.ts'
 import { buildTestApp, dbKinds, openTestDatabase, projectRoot } from '../helper.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
 import { searchCondition } from '../../db/placemarks.ts'

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { sql } from 'kysely'
+import { sql } from '../../db/kysely.ts'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 import type { DatabaseHandle } from '../../db/index.ts'
 import { StandInIdp } from '../support/idp-server.ts'

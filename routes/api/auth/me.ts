@@ -1,4 +1,5 @@
-import { Type, type FastifyPluginAsyncTypebox, type Static } from '@fastify/type-provider-typebox'
+import type { FastifyPluginAsyncTypebox, Static } from '@fastify/type-provider-typebox'
+import { Type } from '../../../lib/typebox.ts'
 import type { FastifyReply } from 'fastify'
 import { answer, errors, ref } from '../../../schemas/common.ts'
 import { AccountExport, Me } from '../../../schemas/auth.ts'

@@ -1,4 +1,5 @@
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '../../../lib/typebox.ts'
 import { randomBytes } from 'node:crypto'
 import { answer, Nullable } from '../../../schemas/common.ts'
 import { analyticsErrors, echo, windowParams, rules, GUILD_EXAMPLE } from '../../../schemas/analytics.ts'

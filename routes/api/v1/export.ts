@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream'
-import { Type, type Static } from '@sinclair/typebox'
+import type { Static } from '@sinclair/typebox'
+import { Type } from '../../../lib/typebox.ts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import yazl from 'yazl'

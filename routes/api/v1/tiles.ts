@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { Type } from '../../../lib/typebox.ts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { answer, errors, fail } from '../../../schemas/common.ts'
 import { HttpError } from '../../../lib/errors.ts'

@@ -1,4 +1,5 @@
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '../../../../lib/typebox.ts'
 import { errors } from '../../../../schemas/common.ts'
 import { REFRESH_COOKIE } from '../../../../lib/auth/cookies.ts'
 import { bearer, refreshCookieOptions } from '../shared.ts'
