@@ -30,15 +30,26 @@ const LAZY = `
         ORDER BY c.k LIMIT lim
       ) s;`
 
-export async function up (db: Kysely<unknown>): Promise<void> {
-  await sql.raw(boxAnswerFunction('CREATE OR REPLACE', `IF x1 - x0 < ${SMALL} AND y1 - y0 < ${SMALL} THEN
-        ${LAZY}
+/**
+ * The small-box branch of placemark_box_answer around a lazy statement: that statement for boxes under
+ * SMALL a side, then migration 018's whole statement when it finds fewer than `lim`; 018's statement for
+ * the others. Migration 020 gives it another lazy statement.
+ */
+export function smallBoxBranch (lazy: string): string {
+  return `IF x1 - x0 < ${SMALL} AND y1 - y0 < ${SMALL} THEN
+        ${lazy}
           IF n < lim THEN
             ${SMALL_BOX_ANSWER}
           END IF;
         ELSE
           ${SMALL_BOX_ANSWER}
-        END IF;`)).execute(db)
+        END IF;`
+}
+
+export const LAZY_FUNCTION = boxAnswerFunction('CREATE OR REPLACE', smallBoxBranch(LAZY))
+
+export async function up (db: Kysely<unknown>): Promise<void> {
+  await sql.raw(LAZY_FUNCTION).execute(db)
 }
 
 export async function down (db: Kysely<unknown>): Promise<void> {

@@ -18,6 +18,7 @@ import * as activityNewcomers from './016_activity_newcomers.ts'
 import * as placemarkShapeTest from './017_placemark_shape_test.ts'
 import * as placemarkBoxFunction from './018_placemark_box_function.ts'
 import * as placemarkBoxLazyTest from './019_placemark_box_lazy_test.ts'
+import * as placemarkBoxIndexOnly from './020_placemark_box_index_only.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -39,5 +40,6 @@ export const migrations: Record<string, Migration> = {
   '016_activity_newcomers': activityNewcomers,
   '017_placemark_shape_test': placemarkShapeTest,
   '018_placemark_box_function': placemarkBoxFunction,
-  '019_placemark_box_lazy_test': placemarkBoxLazyTest
+  '019_placemark_box_lazy_test': placemarkBoxLazyTest,
+  '020_placemark_box_index_only': placemarkBoxIndexOnly
 }

@@ -1,6 +1,6 @@
 /**
- * The box query on the database (db/placemarks.ts boxAnswer, migration 015), on PostgreSQL and PGlite:
- * its answers byte for byte against the JavaScript test of every placemark (lib/geo/box.ts) and the
+ * The box query on the database (db/placemarks.ts boxAnswer, migrations 015 and 018–020), on PostgreSQL
+ * and PGlite: its answers byte for byte against the JavaScript test of every placemark (lib/geo/box.ts) and the
  * summaries serialized from their columns (db/placemarks.ts toSummary), on the edge cases; the
  * stored summaries and packed geometries of an import and of rows filled by the migration; the SQL
  * intersection function against the JavaScript one on random shapes; a whole-world box over 100k placemarks.
@@ -163,6 +163,9 @@ for (const kind of dbKinds) {
     const handle = await openTestDatabase(t, kind)
     const summary = await importPlacemarks(handle, Readable.from([KML]), { timeZone: 'UTC', source: 'edges.kml' })
     t.equal(summary.placemarks, 51)
+    // The import vacuums the table it swapped in: every page all-visible, for migration 020's index-only scan.
+    const { rows: [pages] } = await sql<{ relpages: number; relallvisible: number }>`SELECT relpages, relallvisible FROM pg_class WHERE relname = 'placemarks'`.execute(handle.db)
+    t.ok(pages!.relpages > 0 && pages!.relallvisible === pages!.relpages, `every page of the imported table all-visible (${pages!.relallvisible} of ${pages!.relpages})`)
     await checkStored(t, handle.db, 'imported')
     await checkAnswers(t, handle.db, QUERIES, 'database')
     // Some answers spelled out, so that the reference itself is checked.
@@ -223,6 +226,13 @@ for (const kind of dbKinds) {
     await checkAnswers(t, handle.db, QUERIES, 'migration 019')
     await step('018_placemark_box_function')
     await checkAnswers(t, handle.db, QUERIES, 'migration 019 undone')
+    // Migration 020's index-only candidates, the table not vacuumed (every row read) and vacuumed, and its down back to 019's.
+    await step('020_placemark_box_index_only')
+    await checkAnswers(t, handle.db, QUERIES, 'migration 020')
+    await sql`VACUUM placemarks`.execute(handle.db)
+    await checkAnswers(t, handle.db, QUERIES, 'migration 020, vacuumed')
+    await step('019_placemark_box_lazy_test')
+    await checkAnswers(t, handle.db, QUERIES, 'migration 020 undone')
   })
 }
 
