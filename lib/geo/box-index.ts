@@ -26,8 +26,8 @@ export interface SummaryBytes {
 
 /** The same from `count` summaries already joined by commas (the database path joins them in SQL). */
 export function joinedSummaries (joined: string, count: number): SummaryBytes {
-  const bytes = Buffer.from(joined)
-  return { count, byteLength: bytes.length, copyTo: (target, offset) => { bytes.copy(target, offset) } }
+  // Encoded straight into the body, with no buffer of its own.
+  return { count, byteLength: Buffer.byteLength(joined), copyTo: (target, offset) => { target.write(joined, offset) } }
 }
 
 /** The same from summaries serialized one by one. */
