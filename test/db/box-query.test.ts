@@ -164,8 +164,12 @@ for (const kind of dbKinds) {
     const summary = await importPlacemarks(handle, Readable.from([KML]), { timeZone: 'UTC', source: 'edges.kml' })
     t.equal(summary.placemarks, 51)
     // The import vacuums the table it swapped in: every page all-visible, for migration 020's index-only scan.
-    const { rows: [pages] } = await sql<{ relpages: number; relallvisible: number }>`SELECT relpages, relallvisible FROM pg_class WHERE relname = 'placemarks'`.execute(handle.db)
-    t.ok(pages!.relpages > 0 && pages!.relallvisible === pages!.relpages, `every page of the imported table all-visible (${pages!.relallvisible} of ${pages!.relpages})`)
+    // Checked on PGlite, which is this process's alone: on PostgreSQL, transactions of the tests running
+    // beside this one can hold VACUUM's horizon back and leave pages unmarked, as other clients can in use.
+    if (kind === 'pglite') {
+      const { rows: [pages] } = await sql<{ relpages: number; relallvisible: number }>`SELECT relpages, relallvisible FROM pg_class WHERE relname = 'placemarks'`.execute(handle.db)
+      t.ok(pages!.relpages > 0 && pages!.relallvisible === pages!.relpages, `every page of the imported table all-visible (${pages!.relallvisible} of ${pages!.relpages})`)
+    }
     await checkStored(t, handle.db, 'imported')
     await checkAnswers(t, handle.db, QUERIES, 'database')
     // Some answers spelled out, so that the reference itself is checked.
