@@ -1,8 +1,21 @@
 import type { Static } from '@sinclair/typebox'
 import { Type, Value } from './typebox.ts'
+import { availableParallelism } from 'node:os'
 import { ACCESS_ALGORITHMS, MIN_SECRET_LENGTH, privateKeyRing, secretRing, splitSecrets } from './auth/key-ring.ts'
 
 export { MIN_SECRET_LENGTH }
+
+/**
+ * The database pool's default size: twice the cores this process may run on, plus one, and at most 10
+ * (pg's own default). More connections than the work can use at once only queue inside PostgreSQL, where
+ * they cost context switches and shared-buffer contention: on 2 cores, with PostgreSQL on the same
+ * machine, random boxes on the database path answered 40–45 % more requests a second with 5 connections
+ * than with 10, at a lower p99 (docs/performance.md). DB_POOL_MAX overrides it, for a database server with
+ * cores of its own to spare.
+ */
+export function defaultPoolMax (cores: number = availableParallelism()): number {
+  return Math.min(10, 2 * Math.max(1, cores) + 1)
+}
 
 // Environment variables arrive as strings; Value.Convert turns them into the declared types.
 export const ConfigSchema = Type.Object({
@@ -22,7 +35,7 @@ export const ConfigSchema = Type.Object({
   PGLITE_DIR: Type.String({ minLength: 1, default: './data/pglite' }),
   // The embedded database's PostgreSQL shared_buffers, in MB: its main share of the server's memory.
   PGLITE_SHARED_BUFFERS_MB: Type.Integer({ minimum: 1, maximum: 4096, default: 16 }),
-  DB_POOL_MAX: Type.Integer({ minimum: 1, maximum: 500, default: 10 }),
+  DB_POOL_MAX: Type.Integer({ minimum: 1, maximum: 500, default: defaultPoolMax() }),
   DB_CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 3000 }),
   DB_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 10000 }),
   // A query without an answer from the database for this long fails on the client side (a network that

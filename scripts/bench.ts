@@ -11,7 +11,7 @@ import autocannon from 'autocannon'
 import { generateKml, mulberry32 } from './generate-kml.ts'
 import { CliError, defineCommand, openMigratedDatabase, runAsProgram } from './cli.ts'
 import { SYNTHETIC_END, syntheticActivity } from '../lib/activity/synthetic.ts'
-import { loadConfig } from '../lib/config.ts'
+import { defaultPoolMax, loadConfig } from '../lib/config.ts'
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../lib/auth/api-keys.ts'
 import { createApiKey } from '../db/api-keys.ts'
 import { bboxPath, boundaryBoxes, idsDiffer, isScaleFigure, parseScale, percentile, procMemory, scaleLabel, targetsOfScale } from '../bench/scale.ts'
@@ -784,7 +784,7 @@ async function mainScale (placemarks: number) {
   const label = scaleLabel(placemarks)
   const { duration, warmup, turns, turnSeconds } = timing()
   // The machine's load average (1 minute) at the start and the end: on a shared machine, what else ran.
-  results.settings = { placemarks, connections: CONNECTIONS, warmup_s: warmup, turns, turn_s: turnSeconds, duration_s: duration, load_average_start: round2(loadavg()[0]) }
+  results.settings = { placemarks, connections: CONNECTIONS, warmup_s: warmup, turns, turn_s: turnSeconds, duration_s: duration, db_pool_max: defaultPoolMax(), load_average_start: round2(loadavg()[0]) }
   const stamp = Date.now().toString(36)
   const dbName = `bench_${stamp}`
   const peerDbName = `bench_${stamp}_postgis`
@@ -884,7 +884,7 @@ async function mainScale (placemarks: number) {
     if (!missing) {
       if (track.stopped) throw new Error('interrupted')
       const peerStarted = performance.now()
-      const { child, value } = await startProcess(['--import', LOADER, 'bench/peers/postgis.ts', PEER_URL], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null))
+      const { child, value } = await startProcess(['--import', LOADER, 'bench/peers/postgis.ts', PEER_URL, String(defaultPoolMax())], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null))
       tracked(track, child)
       peer = { name: 'PostGIS peer', base: `http://127.0.0.1:${value}`, child, readySeconds: (performance.now() - peerStarted) / 1000 }
     }

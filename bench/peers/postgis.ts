@@ -7,10 +7,12 @@ import { peerEnvelopes } from '../scale.ts'
 // position in the document, from 1), `name`, `description`, `geom`. The candidates come from the index
 // (`&&`), the exact test is ST_Intersects, the features are built by PostGIS (ST_AsGeoJSON of the row)
 // and joined by Node into a FeatureCollection. A box across the antimeridian (min_lon > max_lon) is
-// asked as its two halves. The pool has pg's default size, 10, like our server's DB_POOL_MAX.
-// Argument: the connection string of the database. Prints its port on stdout once listening.
+// asked as its two halves. The pool has the size of our server's default DB_POOL_MAX (lib/config.ts),
+// so that both sides put the same number of queries on the database at once.
+// Arguments: the connection string of the database, the pool's size (default: pg's, 10). Prints its
+// port on stdout once listening.
 
-const pool = new pg.Pool({ connectionString: process.argv[2], max: 10 })
+const pool = new pg.Pool({ connectionString: process.argv[2], max: Number(process.argv[3] ?? 10) })
 
 const where = (envelopes: number) => Array.from({ length: envelopes }, (_, i) => {
   const e = `ST_MakeEnvelope($${4 * i + 1}, $${4 * i + 2}, $${4 * i + 3}, $${4 * i + 4}, 4326)`
