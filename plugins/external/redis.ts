@@ -1,7 +1,6 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
-import { createRedis, watchRedis } from '../../lib/redis.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,6 +15,8 @@ export default fp(async function redis (app: FastifyInstance) {
     app.decorate('redis', null)
     return
   }
+  // ioredis is loaded only when it is used: a start without REDIS_URL does not pay for its modules.
+  const { createRedis, watchRedis } = await import('../../lib/redis.ts')
   const client = createRedis(url, { commandTimeout: app.config.REDIS_COMMAND_TIMEOUT_MS })
   // A Redis that went silent is noticed within about a second and skipped until it is back.
   const unwatch = watchRedis(client, 1000, Math.min(app.config.REDIS_COMMAND_TIMEOUT_MS, 500))
