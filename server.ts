@@ -7,8 +7,14 @@ import { ConfigError, loadConfig } from './lib/config.ts'
 import { EnvFileError, loadEnvFile } from './lib/env-file.ts'
 import { keepDevelopmentSecrets } from './lib/dev-secrets.ts'
 import { browserUrl, startupMessage } from './lib/logger.ts'
+import { serverArguments } from './lib/server-usage.ts'
 
 async function main (): Promise<void> {
+  const asked = serverArguments(process.argv.slice(2))
+  if (asked) {
+    (asked.code === 0 ? process.stdout : process.stderr).write(asked.text)
+    process.exit(asked.code)
+  }
   let config
   try {
     // .env fills in what the environment does not set; the environment wins.

@@ -304,3 +304,15 @@ t.test('log format, start-up line and progress (in process)', async (t) => {
   t.equal(plain.split('\n').length, 2, 'not a terminal: one summary line only')
   t.match(plain, /^read 2\.0 MB of map\.kml in /)
 })
+
+t.test('the server: --help prints its usage, an argument is refused (process)', async (t) => {
+  const help = await spawnScript('server.ts', ['--help'], {})
+  t.equal(help.code, 0)
+  t.match(help.stdout, /^usage: npm start/)
+  t.match(help.stdout, /DATABASE_URL/)
+  t.equal(help.stderr, '')
+  const wrong = await spawnScript('server.ts', ['--port', '9000'], {})
+  t.equal(wrong.code, 2)
+  t.match(wrong.stderr, /the server takes no arguments \(got "--port"\).*see --help/)
+  t.equal(wrong.stdout, '')
+})
