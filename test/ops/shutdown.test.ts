@@ -6,16 +6,16 @@ import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
 import net from 'node:net'
 import { Readable } from 'node:stream'
-import { createPostgresDatabase, projectRoot, tsxLoader } from '../helper.ts'
+import { createPostgresDatabase, freePort, projectRoot, tsxLoader } from '../helper.ts'
 import { migrateToLatest, openDatabase } from '../../db/index.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Polls `check` until it holds or `ms` have passed; answers whether it held. */
-async function waitFor (check: () => Promise<boolean>, ms: number): Promise<boolean> {
+/** Polls `check` until it holds, `ms` have passed or `gaveUp` holds; answers whether `check` held. */
+async function waitFor (check: () => Promise<boolean>, ms: number, gaveUp = () => false): Promise<boolean> {
   const end = Date.now() + ms
-  while (Date.now() < end) {
+  while (Date.now() < end && !gaveUp()) {
     if (await check()) return true
     await sleep(100)
   }
@@ -31,7 +31,8 @@ t.test('SIGTERM lets in-flight requests finish, then exits 0', async (t) => {
   await importPlacemarks(seed, createReadStream(join(projectRoot, 'test/fixtures/small.kml')), { timeZone: 'UTC', source: 'small.kml' })
   await seed.close()
 
-  const port = 30000 + Math.floor(Math.random() * 20000)
+  // A port the kernel has just handed out and taken back: a random one could be a client socket's already.
+  const port = await freePort()
   const server = spawn(process.execPath, ['--import', tsxLoader, 'server.ts'], {
     cwd: projectRoot,
     env: { ...process.env, DATABASE_URL: url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_FORMAT: 'json', NODE_ENV: 'development', DB_STATEMENT_TIMEOUT_MS: '0', SHUTDOWN_GRACE_MS: '60000' },
@@ -46,7 +47,7 @@ t.test('SIGTERM lets in-flight requests finish, then exits 0', async (t) => {
   const diag = () => ({ serverOutput: output.slice(-4000) })
 
   const base = `http://127.0.0.1:${port}`
-  const up = await waitFor(async () => server.exitCode === null && await fetch(`${base}/health`).then((r) => r.ok, () => false), 90_000)
+  const up = await waitFor(async () => fetch(`${base}/health`).then((r) => r.ok, () => false), 90_000, () => server.exitCode !== null)
   t.ok(up, 'server started', diag())
   if (!up) return
 
@@ -86,7 +87,7 @@ t.test('SIGTERM while a slow client reads a multi-MB answer: every byte arrives,
   const kml = `<kml><Document>${Array.from({ length: 1000 }, (_, i) => `<Placemark><name>p${i}</name><description>${description}</description><Point><coordinates>${i / 100},1</coordinates></Point></Placemark>`).join('')}</Document></kml>`
   await importPlacemarks(seed, Readable.from([kml]), { timeZone: 'UTC', source: 'big.kml' })
   await seed.close()
-  const port = 30000 + Math.floor(Math.random() * 20000)
+  const port = await freePort()
   const server = spawn(process.execPath, ['--import', tsxLoader, 'server.ts'], {
     cwd: projectRoot,
     env: { ...process.env, DATABASE_URL: url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_FORMAT: 'json', NODE_ENV: 'development', SHUTDOWN_GRACE_MS: '30000' },
@@ -98,7 +99,7 @@ t.test('SIGTERM while a slow client reads a multi-MB answer: every byte arrives,
   server.stderr!.on('data', (d) => { output += d })
   const exited = once(server, 'exit')
   const diag = () => ({ serverOutput: output.slice(-4000) })
-  const up = await waitFor(async () => server.exitCode === null && await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false), 90_000)
+  const up = await waitFor(async () => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false), 90_000, () => server.exitCode !== null)
   t.ok(up, 'server started', diag())
   if (!up) return
 
