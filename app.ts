@@ -12,6 +12,7 @@ import { sharedSerializerFactory } from './plugins/app/serialization.ts'
 import { clientErrorHandler, frameworkErrorHandler } from './plugins/app/errors.ts'
 import requestIdPlugin from './plugins/app/request-id.ts'
 import { genReqId } from './lib/request-id.ts'
+import type { DeferredCompilers } from './lib/compile-once.ts'
 
 const root = dirname(fileURLToPath(import.meta.url))
 // The sources run as TypeScript through tsx's --import hook, which @fastify/autoload cannot detect by itself.
@@ -34,6 +35,25 @@ export function trustProxySetting (value: string | undefined): FastifyServerOpti
   return value.split(',').map((s) => s.trim())
 }
 
+/**
+ * Compiles the route schemas no request has needed yet, one per turn of the event loop so requests go
+ * between them; resolves with how many it compiled. A schema that does not compile rejects (the tests
+ * compile every one: test/ops/start-up.test.ts).
+ */
+export async function compileSchemasInBackground (options: FastifyServerOptions): Promise<number> {
+  const factories = options.schemaController?.compilersFactory ?? {}
+  const compilers = [factories.buildValidator, factories.buildSerializer] as unknown as Array<Partial<DeferredCompilers> | undefined>
+  let compiled = 0
+  for (const compiler of compilers) {
+    if (typeof compiler?.compilePending !== 'function') continue
+    for (let done = 1; done > 0; compiled += done) {
+      await new Promise((resolve) => setImmediate(resolve))
+      done = compiler.compilePending(1)
+    }
+  }
+  return compiled
+}
+
 /** The Fastify server options the app is built for: the process entry and the tests both use them. */
 export function serverOptions (config: Config): FastifyHttpOptions<Server> {
   return {
@@ -52,6 +72,7 @@ export function serverOptions (config: Config): FastifyHttpOptions<Server> {
     // Fastify's Ajv compiler, each validator followed by one check for every route: non-finite numbers
     // (`1e309`, `Infinity`) and NUL characters are refused as 400s.
     // Fastify's serializer compiler, each distinct response schema compiled once (plugins/app/serialization.ts).
+    // Both compile a schema at its first use, or after the server listens (compileSchemasInBackground).
     schemaController: { compilersFactory: { buildValidator: strictValidatorFactory(), buildSerializer: sharedSerializerFactory() } },
     schemaErrorFormatter,
     // Errors the router raises before any hook (a malformed escape, an over-long parameter) keep the

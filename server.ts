@@ -2,7 +2,7 @@ import Fastify from 'fastify'
 import closeWithGrace from 'close-with-grace'
 import fp from 'fastify-plugin'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import app, { serverOptions } from './app.ts'
+import app, { compileSchemasInBackground, serverOptions } from './app.ts'
 import { ConfigError, loadConfig } from './lib/config.ts'
 import { EnvFileError, loadEnvFile } from './lib/env-file.ts'
 import { keepDevelopmentSecrets } from './lib/dev-secrets.ts'
@@ -30,7 +30,8 @@ async function main (): Promise<void> {
   // Development keeps its generated signing secrets in ./data, so a restart signs no one out.
   const kept = keepDevelopmentSecrets(config)
   config = kept.config
-  const server = Fastify(serverOptions(config)).withTypeProvider<TypeBoxTypeProvider>()
+  const options = serverOptions(config)
+  const server = Fastify(options).withTypeProvider<TypeBoxTypeProvider>()
   // fastify-plugin: the app's decorators stay visible on the server (graceful shutdown, plugins added here).
   await server.register(fp(app, { name: 'app' }), { config })
   if (kept.file) server.log.info(`JWT_SECRET / JWT_REFRESH_SECRET not set: development secrets kept in ${kept.file} (tokens survive a restart)`)
@@ -46,6 +47,10 @@ async function main (): Promise<void> {
   await server.listen({ port: config.PORT, host: config.HOST })
   const base = browserUrl(process.env.PUBLIC_URL ? config.PUBLIC_URL : undefined, server.server.address())
   server.log.info(`${startupMessage(base, config.devIdp)} — map ${base}/map`)
+  // Route schemas compile at their first use; those no request has needed yet compile now, between requests.
+  compileSchemasInBackground(options).then(
+    (compiled) => server.log.debug({ compiled }, 'route schemas compiled'),
+    (err: unknown) => server.log.error({ err }, 'a route schema does not compile: its route answers 500'))
 }
 
 main().catch((err: unknown) => {

@@ -1,6 +1,6 @@
 import AjvCompiler from '@fastify/ajv-compiler'
 import type { FastifyServerOptions } from 'fastify'
-import { compileOnce } from '../../lib/compile-once.ts'
+import { compileOnce, type DeferredCompilers } from '../../lib/compile-once.ts'
 
 // Server options, not a plugin: app.ts hands them to Fastify.
 export const autoload = false
@@ -49,7 +49,7 @@ const refusal = (instancePath: string, keyword: string, message: string): Refusa
  * any validation error (400 `querystring/limit must be a finite number`). Each distinct schema is
  * compiled once (lib/compile-once.ts): 76 compilations of 28 distinct schemas when this was written.
  */
-export function strictValidatorFactory (): BuildValidator {
+export function strictValidatorFactory (): BuildValidator & DeferredCompilers {
   const build = AjvCompiler()
   return compileOnce<BuildValidator>((externalSchemas: Parameters<BuildValidator>[0], options: Parameters<BuildValidator>[1]) => {
     const compile = build(externalSchemas, options)

@@ -4,9 +4,13 @@ import module from 'node:module'
 import { join } from 'node:path'
 import SerializerSelector from '@fastify/fast-json-stringify-compiler'
 import { Type } from '../../lib/typebox.ts'
+import { compileOnce } from '../../lib/compile-once.ts'
 import { sharedSerializerFactory } from '../../plugins/app/serialization.ts'
 import { strictValidatorFactory } from '../../plugins/app/validation.ts'
-import { projectRoot, typescriptLoader } from '../helper.ts'
+import Fastify from 'fastify'
+import fp from 'fastify-plugin'
+import app, { compileSchemasInBackground, serverOptions } from '../../app.ts'
+import { openTestDatabase, projectRoot, testConfig, typescriptLoader } from '../helper.ts'
 
 const ErrorBody = Type.Object({ error: Type.String(), message: Type.String() })
 const Item = Type.Object({ id: Type.Integer(), name: Type.String(), tags: Type.Array(Type.String()) })
@@ -52,6 +56,45 @@ t.test('equal request schemas share one validator, which still refuses what the 
   t.match(one.errors, [{ keyword: 'minimum' }])
   t.equal(one({ limit: 2 }), true)
   t.equal(one.errors, null, 'a pass leaves no refusal behind')
+})
+
+t.test('a schema compiles at its first use, or when the pending ones are compiled, and once', async (t) => {
+  let compilations = 0
+  const counting = () => {
+    const build = SerializerSelector()
+    return (externalSchemas: never, options: never) => {
+      const compile = build(externalSchemas, options)
+      return (route: never) => { compilations++; return compile(route) }
+    }
+  }
+  t.equal(typeof sharedSerializerFactory().compilePending, 'function', 'the app\'s serializers are deferred')
+  t.equal(typeof strictValidatorFactory().compilePending, 'function', 'and its validators')
+  const deferred = compileOnce(counting())
+  const scope = deferred({} as never, undefined as never)
+  const item = scope(route(Item, '/a', '200') as never) as (value: unknown) => string
+  const error = scope(route(ErrorBody, '/b', '404') as never) as (value: unknown) => string
+  t.equal(compilations, 0, 'nothing compiled while routes are registered')
+  t.equal(item({ id: 1, name: 'x', tags: [] }), '{"id":1,"name":"x","tags":[]}', 'the first call compiles and answers')
+  t.equal(compilations, 1)
+  t.equal(deferred.compilePending(), 1, 'what no call needed is compiled when asked')
+  t.equal(compilations, 2)
+  t.equal(deferred.compilePending(), 0, 'and only once')
+  t.equal(error({ error: 'e', message: 'm' }), '{"error":"e","message":"m"}')
+  t.equal(compilations, 2, 'a compiled schema is not compiled again')
+})
+
+t.test('every route schema of the app compiles, after it is ready, without a request', async (t) => {
+  const handle = await openTestDatabase(t)
+  const config = testConfig()
+  const options = serverOptions(config)
+  const server = Fastify({ ...options, logger: false })
+  await server.register(fp(app, { name: 'app' }), { config, db: handle })
+  await server.ready()
+  t.teardown(() => server.close())
+  const compiled = await compileSchemasInBackground(options)
+  t.ok(compiled >= 40, `${compiled} distinct schemas compiled`)
+  t.equal(await compileSchemasInBackground(options), 0, 'none is left')
+  t.equal((await server.inject('/api/v1/stats')).statusCode, 200, 'the app answers with them')
 })
 
 t.test('the loader turns on Node\'s compile cache where Node has one, never under coverage', async (t) => {
