@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { once } from 'node:events'
-import { request as httpRequest } from 'node:http'
+import { createServer, request as httpRequest } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createInterface } from 'node:readline'
@@ -372,9 +373,18 @@ async function seedActivity (DATABASE_URL: string) {
   log(`  ${results.figures['activity seed'].per_second} events/s (wall clock, including start-up)`)
 }
 
+/** A loopback port the kernel has just handed out and taken back; a random one may be a client socket's. */
+async function freePort (): Promise<number> {
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const { port } = probe.address() as AddressInfo
+  await new Promise((resolve) => probe.close(resolve))
+  return port
+}
+
 // The server under test, with limits out of the way of the load generator; stderr shown so a crash is visible.
 async function startServer (DATABASE_URL: string): Promise<{ child: ChildProcess; base: string }> {
-  const port = 20000 + Math.floor(Math.random() * 20000)
+  const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const child = spawn(process.execPath, ['--import', LOADER, 'server.ts'], {
     cwd: root,
@@ -652,7 +662,7 @@ interface Server { name: string; base: string; child: ChildProcess; readySeconds
 /** Starts our server in production and times spawn to the first 200 of /health/ready (polled every 20 ms). */
 async function startProductionServer (name: string, DATABASE_URL: string, env: Record<string, string>, track: Tracker): Promise<Server> {
   if (track.stopped) throw new Error('interrupted')
-  const port = 20000 + Math.floor(Math.random() * 20000)
+  const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const started = performance.now()
   const child = tracked(track, spawn(process.execPath, ['--import', LOADER, 'server.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DATABASE_URL, ...productionEnv(port), ...env } }))
