@@ -21,21 +21,21 @@ export interface DeferredCompilers {
 
 export function compileOnce<F extends Factory> (build: F): F & DeferredCompilers {
   const factory = build as unknown as (externalSchemas: unknown, options: unknown) => Compiler
-  // By the shared schemas and options a scope compiles with, then by the schema.
-  const scopes = new Map<string, Map<string, Compiled>>()
+  // By the shared schemas and options a scope compiles with: one compiler (an Ajv instance, a serializer's
+  // options), made when its first schema compiles, and the functions by schema.
+  const scopes = new Map<string, { compiler?: Compiler; compiled: Map<string, Compiled> }>()
   const pending = new Set<() => void>()
   const shared = (externalSchemas: unknown, options: unknown): Compiler => {
-    // The factory itself only prepares a compiler (an Ajv instance, serializer options): cheap, kept eager.
-    const compile = factory(externalSchemas, options)
     const scopeKey = JSON.stringify([externalSchemas, options ?? null])
     let scope = scopes.get(scopeKey)
-    if (scope === undefined) scopes.set(scopeKey, scope = new Map())
-    const compiled = scope
+    if (scope === undefined) scopes.set(scopeKey, scope = { compiled: new Map() })
+    const { compiled } = scope
+    const compile = (route: { schema?: unknown }): Compiled => (scope.compiler ??= factory(externalSchemas, options))(route) as Compiled
     return (route) => {
       const key = JSON.stringify(route.schema)
       let fn = compiled.get(key)
       if (fn === undefined) {
-        fn = deferred(() => compile(route) as Compiled, pending)
+        fn = deferred(() => compile(route), pending)
         compiled.set(key, fn)
       }
       return fn

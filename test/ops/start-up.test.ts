@@ -60,9 +60,11 @@ t.test('equal request schemas share one validator, which still refuses what the 
 
 t.test('a schema compiles at its first use, or when the pending ones are compiled, and once', async (t) => {
   let compilations = 0
+  let compilers = 0
   const counting = () => {
     const build = SerializerSelector()
     return (externalSchemas: never, options: never) => {
+      compilers++
       const compile = build(externalSchemas, options)
       return (route: never) => { compilations++; return compile(route) }
     }
@@ -73,7 +75,10 @@ t.test('a schema compiles at its first use, or when the pending ones are compile
   const scope = deferred({} as never, undefined as never)
   const item = scope(route(Item, '/a', '200') as never) as (value: unknown) => string
   const error = scope(route(ErrorBody, '/b', '404') as never) as (value: unknown) => string
+  const otherScope = deferred({} as never, undefined as never)
+  t.equal(otherScope(route({ ...ErrorBody }, '/c', '400') as never), error, 'a scope with the same shared schemas shares the functions')
   t.equal(compilations, 0, 'nothing compiled while routes are registered')
+  t.equal(compilers, 0, 'nor a compiler made')
   t.equal(item({ id: 1, name: 'x', tags: [] }), '{"id":1,"name":"x","tags":[]}', 'the first call compiles and answers')
   t.equal(compilations, 1)
   t.equal(deferred.compilePending(), 1, 'what no call needed is compiled when asked')
@@ -81,6 +86,7 @@ t.test('a schema compiles at its first use, or when the pending ones are compile
   t.equal(deferred.compilePending(), 0, 'and only once')
   t.equal(error({ error: 'e', message: 'm' }), '{"error":"e","message":"m"}')
   t.equal(compilations, 2, 'a compiled schema is not compiled again')
+  t.equal(compilers, 1, 'one compiler for the scopes with the same shared schemas')
 })
 
 t.test('every route schema of the app compiles, after it is ready, without a request', async (t) => {
