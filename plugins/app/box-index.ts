@@ -19,7 +19,7 @@ declare module 'fastify' {
       /** The loaded index's dataset version and size, if any. */
       loaded(): { version: number; placemarks: number; bytes: number } | null
       /**
-       * off (BBOX_INDEX_MB=0), loading (this process's first load is running), ready (the current
+       * off (BBOX_INDEX_MB=0), loading (this process's first load is running or starts once the server listens), ready (the current
        * dataset's index is loaded), reloading (a new dataset's index is loading), too-big (past
        * BBOX_INDEX_MB), failed (the last load failed and is retried). In every state but ready box
        * queries read the database; none of them holds up readiness.
@@ -115,6 +115,7 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
     search,
     query: async (box: Box, limit: number) => search(box, limit) ?? await placemarksInBox(app.db, box, limit),
     idle: async () => {
+      start()
       // eslint-disable-next-line no-unmodified-loop-condition -- `loading` is replaced by the load it waits for
       while (loading) await loading
     },
@@ -129,9 +130,22 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
     }
   })
   app.datasetVersion.onChange(schedule)
-  app.addHook('onReady', async () => schedule())
+  // The first load starts once the server listens: its worker's start (loading modules, its queries) would
+  // otherwise take the CPU from the server's own, which ready waits for, on a small machine. An app that
+  // never listens (the tests, through inject) starts it a second after ready, or at once on idle().
+  let started = false
+  let fallback: NodeJS.Timeout | undefined
+  const start = () => {
+    if (started) return
+    started = true
+    clearTimeout(fallback)
+    schedule()
+  }
+  app.addHook('onReady', async () => { fallback = setTimeout(start, 1000).unref() })
+  app.addHook('onListen', async () => start())
   app.addHook('onClose', async () => {
     closing = true
+    clearTimeout(fallback)
     clearTimeout(retry)
     // eslint-disable-next-line no-unmodified-loop-condition -- `loading` is replaced by the load it waits for
     while (loading) await loading

@@ -73,6 +73,22 @@ for (const kind of ['postgres'] as const) {
   })
 }
 
+t.test('the first load starts once the server listens, or a second after ready when it never does', async (t) => {
+  const handle = await openTestDatabase(t, 'postgres')
+  await importPlacemarks(handle, createReadStream(small), { timeZone: 'UTC', source: 'small.kml' })
+  const injected = await buildTestApp(t, handle)
+  const listening = await buildTestApp(t, handle)
+  // Well within the fallback's second; seven placemarks would load in milliseconds if the load had begun.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.equal(listening.boxIndex.state(), 'loading', 'ready, and not loaded before it listens')
+  t.equal(listening.boxIndex.loaded(), null)
+  await listening.listen({ port: 0, host: '127.0.0.1' })
+  await until(async () => listening.boxIndex.state() === 'ready', 10_000)
+  t.match(listening.boxIndex.loaded(), { placemarks: 7 }, 'loaded once the server listens')
+  await until(async () => injected.boxIndex.state() === 'ready', 10_000)
+  t.match(injected.boxIndex.loaded(), { placemarks: 7 }, 'loaded without a listen or an idle()')
+})
+
 t.test('the Vegas dataset: memory equals the database for 400 boxes', { skip: vegasAbsent }, async (t) => {
   const handle = await openTestDatabase(t, 'postgres')
   await importVegas(handle)
