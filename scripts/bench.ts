@@ -2,8 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { once } from 'node:events'
-import { createServer, request as httpRequest } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { request as httpRequest } from 'node:http'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createInterface } from 'node:readline'
@@ -13,6 +12,7 @@ import { generateKml, mulberry32 } from './generate-kml.ts'
 import { CliError, defineCommand, openMigratedDatabase, runAsProgram } from './cli.ts'
 import { SYNTHETIC_END, syntheticActivity } from '../lib/activity/synthetic.ts'
 import { defaultPoolMax, loadConfig } from '../lib/config.ts'
+import { freePort } from '../lib/free-port.ts'
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../lib/auth/api-keys.ts'
 import { createApiKey } from '../db/api-keys.ts'
 import { bboxPath, boundaryBoxes, idsDiffer, isScaleFigure, parseScale, percentile, procMemory, scaleLabel, targetsOfScale } from '../bench/scale.ts'
@@ -371,15 +371,6 @@ async function seedActivity (DATABASE_URL: string) {
   if (act.code !== 0) throw new Error(`activity seed failed: ${act.stderr}`)
   results.figures['activity seed'] = { events: sizes().events, guilds: GUILDS, users: sizes().users, seconds: Math.round(act.seconds * 10) / 10, per_second: Math.round(sizes().events / act.seconds) }
   log(`  ${results.figures['activity seed'].per_second} events/s (wall clock, including start-up)`)
-}
-
-/** A loopback port the kernel has just handed out and taken back; a random one may be a client socket's. */
-async function freePort (): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
-  await new Promise((resolve) => probe.close(resolve))
-  return port
 }
 
 // The server under test, with limits out of the way of the load generator; stderr shown so a crash is visible.

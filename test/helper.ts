@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { createServer, type AddressInfo } from 'node:net'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { resolve } from 'node:path'
 import pg from 'pg'
@@ -252,14 +251,7 @@ export async function buildTestApp (t: Teardown, handle: DatabaseHandle, overrid
   return app
 }
 
-/** A loopback port free right now: for servers whose public address must be known before they listen. */
-export async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
+export { freePort } from '../lib/free-port.ts'
 
 /** An empty database of the kind, closed when the test ends, and a step that migrates it up to a named migration. */
 export async function unmigratedDatabase (t: Teardown, kind: DbKind): Promise<{ handle: DatabaseHandle; step: (target: string) => Promise<void> }> {
