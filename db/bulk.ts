@@ -5,7 +5,12 @@ import { from as copyFrom } from 'pg-copy-streams'
 export type BulkValue = string | number | null | readonly string[] | readonly number[] | object
 
 export interface BulkWriter {
-  /** Adds a row (values in the writer's column order; read before it returns, so the array may be reused). A promise only when the database pushes back. */
+  /**
+   * Adds a row (values in the writer's column order; read before it returns, so the array may be reused).
+   * An array or object value must not change once added: a column given the same one as the row before
+   * reuses the text it was written as (a folder path shared by a folder's placemarks is written once).
+   * A promise only when the database pushes back.
+   */
   add(row: readonly BulkValue[]): Promise<void> | undefined
   /** Sends the rest and waits until the database has taken it all; throws what the load failed with. */
   close(): Promise<void>
@@ -67,21 +72,39 @@ function copyWriter (client: pg.PoolClient, table: string, columns: readonly str
   const json = columns.map((c) => options.json?.includes(c) ?? false)
   let failure: Error | null = null
   stream.on('error', (err: Error) => { failure = err })
-  let pending = ''
+  // The chunk's lines, joined when it is sent: one string built then, not a rope of every value.
+  let lines: string[] = []
+  let pendingChars = 0
+  const values: string[] = new Array(columns.length)
+  // Per column, the last array or object value and its text.
+  const lastValue: unknown[] = new Array(columns.length).fill(undefined)
+  const lastText: string[] = new Array(columns.length).fill('')
   const flush = async () => {
     if (failure) throw failure
-    if (!pending) return
-    const ok = stream.write(pending)
-    pending = ''
+    if (!lines.length) return
+    lines.push('')
+    const ok = stream.write(lines.join('\n'))
+    lines = []
+    pendingChars = 0
     if (!ok) await settled(stream, 'drain')
     if (failure) throw failure
   }
   return {
     add (row) {
-      let line = ''
-      for (let i = 0; i < row.length; i++) line += i === 0 ? copyValue(row[i]!, json[i]!) : `\t${copyValue(row[i]!, json[i]!)}`
-      pending += `${line}\n`
-      return pending.length >= chunkBytes ? flush() : undefined
+      for (let i = 0; i < row.length; i++) {
+        const v = row[i]!
+        if (v !== null && typeof v === 'object') {
+          if (v !== lastValue[i]) {
+            lastValue[i] = v
+            lastText[i] = copyValue(v, json[i]!)
+          }
+          values[i] = lastText[i]!
+        } else values[i] = copyValue(v, json[i]!)
+      }
+      const line = values.join('\t')
+      lines.push(line)
+      pendingChars += line.length + 1
+      return pendingChars >= chunkBytes ? flush() : undefined
     },
     async close () {
       await flush()

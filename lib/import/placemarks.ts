@@ -46,13 +46,25 @@ export const COLUMNS = ['id', 'name', 'description', 'style_id', 'folder_path', 
 export type Row = [number, string, string | null, string | null, string[], string, string, string, string[], KmlPlacemark['extendedData'], string, string | null, string | null, string | null, string, string | null, string | null,
   number[] | null, number]
 
+// The bounds as PostgreSQL's box text (upper right corner first). A point's corners are its position, whose
+// numbers its GeoJSON text already holds as JavaScript writes them (`[x,y]` at its end): most placemarks are
+// points, and writing a number out is the costly part.
+function boxText (g: KmlPlacemark['geometry'], b: ReturnType<typeof boundsOf>, geometryJson: string): string {
+  if (g.type === 'Point') {
+    const xy = geometryJson.slice(geometryJson.lastIndexOf('[') + 1, geometryJson.length - 2)
+    return `(${xy}),(${xy})`
+  }
+  return `(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`
+}
+
 export function toRow (id: number, p: KmlPlacemark, timeZone: string, createdAt: string): Row {
   const b = boundsOf(p.geometry)
   const when = parseNameDate(p.name, timeZone)
   const time = placemarkTime(p.time)
+  const geometry = JSON.stringify(p.geometry)
   return [
-    id, p.name, p.description, p.styleId, p.folderPath, p.geometry.type, JSON.stringify(p.geometry), p.coordinatesRaw,
-    p.mediaLinks, p.extendedData, `(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`,
+    id, p.name, p.description, p.styleId, p.folderPath, p.geometry.type, geometry, p.coordinatesRaw,
+    p.mediaLinks, p.extendedData, boxText(p.geometry, b, geometry),
     when?.date ?? null, when?.timestamp ?? null, when?.sortKey ?? null, createdAt, time.begin, time.end,
     // The geometry packed for the box query's exact test; a point's bounds decide by themselves.
     p.geometry.type === 'Point' ? null : packGeometry(p.geometry),
