@@ -30,6 +30,7 @@ declare module 'fastify' {
 }
 
 const RETRY_MS = 5000
+const FIRST_LOAD_AFTER_LISTEN_MS = 500
 
 export type BoxIndexState = 'off' | 'loading' | 'ready' | 'reloading' | 'too-big' | 'failed'
 
@@ -130,9 +131,11 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
     }
   })
   app.datasetVersion.onChange(schedule)
-  // The first load starts once the server listens: its worker's start (loading modules, its queries) would
-  // otherwise take the CPU from the server's own, which ready waits for, on a small machine. An app that
-  // never listens (the tests, through inject) starts it a second after ready, or at once on idle().
+  // The first load starts half a second after the server listens: its sample of the placemarks (read and
+  // packed on this thread, some 50 ms) and its worker's start (loading modules, its queries) would
+  // otherwise take the CPU from the server's start and its first answers, the readiness probe among them,
+  // on a small machine. An app that never listens (the tests, through inject) starts it a second after
+  // ready, or at once on idle().
   let started = false
   let fallback: NodeJS.Timeout | undefined
   const start = () => {
@@ -142,7 +145,10 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
     schedule()
   }
   app.addHook('onReady', async () => { fallback = setTimeout(start, 1000).unref() })
-  app.addHook('onListen', async () => start())
+  app.addHook('onListen', async () => {
+    clearTimeout(fallback)
+    fallback = setTimeout(start, FIRST_LOAD_AFTER_LISTEN_MS).unref()
+  })
   app.addHook('onClose', async () => {
     closing = true
     clearTimeout(fallback)
