@@ -37,10 +37,11 @@ export function trustProxySetting (value: string | undefined): FastifyServerOpti
 
 /**
  * Compiles the route schemas no request has needed yet, one per turn of the event loop so requests go
- * between them; resolves with how many it compiled. A schema that does not compile rejects (the tests
- * compile every one: test/ops/start-up.test.ts).
+ * between them, beginning after `delayMs`; resolves with how many it compiled. A schema that does not
+ * compile rejects (the tests compile every one: test/ops/start-up.test.ts).
  */
-export async function compileSchemasInBackground (options: FastifyServerOptions): Promise<number> {
+export async function compileSchemasInBackground (options: FastifyServerOptions, delayMs = 0): Promise<number> {
+  if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
   const factories = options.schemaController?.compilersFactory ?? {}
   const compilers = [factories.buildValidator, factories.buildSerializer] as unknown as Array<Partial<DeferredCompilers> | undefined>
   let compiled = 0

@@ -9,6 +9,8 @@ import { keepDevelopmentSecrets } from './lib/dev-secrets.ts'
 import { browserUrl, startupMessage } from './lib/logger.ts'
 import { serverArguments } from './lib/server-usage.ts'
 
+const BACKGROUND_COMPILE_DELAY_MS = 1000
+
 async function main (): Promise<void> {
   const asked = serverArguments(process.argv.slice(2))
   if (asked) {
@@ -47,8 +49,10 @@ async function main (): Promise<void> {
   await server.listen({ port: config.PORT, host: config.HOST })
   const base = browserUrl(process.env.PUBLIC_URL ? config.PUBLIC_URL : undefined, server.server.address())
   server.log.info(`${startupMessage(base, config.devIdp)} — map ${base}/map`)
-  // Route schemas compile at their first use; those no request has needed yet compile now, between requests.
-  compileSchemasInBackground(options).then(
+  // Route schemas compile at their first use; those no request has needed yet compile a second from now,
+  // between requests. Not at once: the first compile makes the validators' Ajv instance (some 50–100 ms
+  // of one turn), which would hold up the first readiness probe, the request an orchestrator waits for.
+  compileSchemasInBackground(options, BACKGROUND_COMPILE_DELAY_MS).then(
     (compiled) => server.log.debug({ compiled }, 'route schemas compiled'),
     (err: unknown) => server.log.error({ err }, 'a route schema does not compile: its route answers 500'))
 }
