@@ -7,7 +7,7 @@
  *
  * Compiling every route's schemas took a sixth of the server's start (0.3–0.4 s of 2–3 s, Node 20), all
  * before the first request. So Fastify gets a stand-in at once; the real function is compiled at its
- * first call, or by `compilePending` (the server calls it once it listens, one per turn between
+ * first call, or by `compilePending` (the server calls it from a second after it listens, one per turn between
  * requests), whichever comes first. The stand-in costs one more call per use.
  */
 type Compiler = (route: { schema?: unknown }) => unknown
