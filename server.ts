@@ -8,6 +8,7 @@ import { EnvFileError, loadEnvFile } from './lib/env-file.ts'
 import { keepDevelopmentSecrets } from './lib/dev-secrets.ts'
 import { browserUrl, startupMessage } from './lib/logger.ts'
 import { serverArguments } from './lib/server-usage.ts'
+import { warmUpNextTick } from './lib/next-tick-warm-up.ts'
 
 const BACKGROUND_COMPILE_DELAY_MS = 1000
 
@@ -17,6 +18,8 @@ async function main (): Promise<void> {
     (asked.code === 0 ? process.stdout : process.stderr).write(asked.text)
     process.exit(asked.code)
   }
+  // Before the logger and the plugins schedule their first ticks (lib/next-tick-warm-up.ts: Node 20 only).
+  await warmUpNextTick()
   let config
   try {
     // .env fills in what the environment does not set; the environment wins.

@@ -10,6 +10,7 @@ import { strictValidatorFactory } from '../../plugins/app/validation.ts'
 import Fastify from 'fastify'
 import fp from 'fastify-plugin'
 import app, { compileSchemasInBackground, serverOptions } from '../../app.ts'
+import { needsNextTickWarmUp, warmUpNextTick } from '../../lib/next-tick-warm-up.ts'
 import { openTestDatabase, projectRoot, testConfig, typescriptLoader } from '../helper.ts'
 
 const ErrorBody = Type.Object({ error: Type.String(), message: Type.String() })
@@ -132,4 +133,18 @@ t.test('the loader turns on Node\'s compile cache where Node has one, never unde
   const covered = probe({ NODE_V8_COVERAGE: join(t.testdir(), 'coverage') })
   t.ok(covered.covered)
   t.equal(covered.answer?.status, statuses.ENABLED, 'not enabled by the loader while V8 collects coverage')
+})
+
+t.test('the next-tick warm-up runs its ticks on Node 20 and 21 only, before it resolves', async (t) => {
+  t.equal(needsNextTickWarmUp('20.19.0'), true)
+  t.equal(needsNextTickWarmUp('21.7.3'), true)
+  t.equal(needsNextTickWarmUp('22.0.0'), false)
+  t.equal(needsNextTickWarmUp('24.11.1'), false)
+  let ran = 0
+  const count = () => { ran++ }
+  // A tick scheduled before the warm-up runs before the warm-up resolves, as its own ticks do.
+  process.nextTick(count)
+  t.equal(await warmUpNextTick(50, '20.19.0'), 50, 'the ticks it scheduled')
+  t.equal(ran, 1, 'the ticks have run when it resolves')
+  t.equal(await warmUpNextTick(50, '24.0.0'), 0, 'nothing on Node 24')
 })
