@@ -3,16 +3,17 @@
  *
  * Every answer schedules a few ticks inside Node (the request stream's end, the write callback, the
  * socket's resume), and each tick is an object literal with two computed symbol keys. On Node 20 (V8
- * 11.3), in a server whose first ticks come from the logger and the plugins as they load, those literals
- * ended up defined through V8's runtime for every tick (`Runtime_DefineKeyedOwnPropertyInLiteral` and
- * map migrations under `endReadable`, `onwrite`, `resume`): 10–16 % of the server's CPU under load in
- * `perf`. Scheduling a few thousand empty ticks before anything else lets V8 optimize `nextTick` with
- * clean feedback first, and the slow path never appears (measured: 3,000 are enough at process start,
- * 2,000 are not; 10,000 leave a margin and take about 5 ms). Node 22 and later do not need it.
+ * 11.3), in a Fastify server with a pino logger (any logger: the same server without one never showed
+ * it), those literals were defined through V8's runtime on every tick (`Runtime_DefineKeyedOwnPropertyInLiteral`
+ * and map migrations under `endReadable`, `onwrite`, `resume`): 10–16 % of the server's CPU under load
+ * in `perf`, against 4.5 % of such slow paths on bare Fastify. Scheduling a few thousand empty ticks
+ * before the server is built lets V8 optimize `nextTick` first, and the slow path did not appear in any
+ * run since (3,000 were enough, 2,000 were not; 10,000 leave a margin and take about 5 ms). Node 24 shows
+ * no such slow path, with or without it.
  *
- * Same machine, one small JSON route with the app's server options, CPU per request under load: 15.1 µs
- * without, 12.8 µs with (bare Fastify 11.5); the whole app's cached `GET /api/v1/stats`: 24.1 → 22.4 µs,
- * 39,300 → 42,500 req/s. docs/performance.md has the runs.
+ * Same machine, CPU per request under load, alternated runs: one small JSON route with the app's server
+ * options 15.7 µs without, 12.8 µs with (bare Fastify 11.5); the whole app's cached `GET /api/v1/stats`
+ * 22.9 µs without, 20.3 µs with (42,600 → 47,100 req/s, six pairs). docs/performance.md has the runs.
  */
 export const WARM_UP_TICKS = 10_000
 
