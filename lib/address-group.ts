@@ -1,4 +1,5 @@
 import { isIPv4, isIPv6 } from 'node:net'
+import { LRUCache } from 'lru-cache'
 
 /**
  * The client an address stands for, as the rate limiter counts it (@fastify/rate-limit's default key):
@@ -29,4 +30,29 @@ function expand (address: string): number[] {
   const left = part(head)
   const right = part(tail)
   return tail === undefined ? left : [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right]
+}
+
+// Distinct IPv6 addresses whose group a clientKey function remembers.
+export const REMEMBERED_ADDRESSES = 10_000
+
+/**
+ * The rate limiter's key for a request's address: addressGroup's, remembered for the last `max` IPv6
+ * addresses seen. A client sends many requests from one address, and working out an IPv6 group (or an
+ * IPv4 address mapped into IPv6, as every IPv4 client is on a server listening on ::) takes 4–6 µs,
+ * against 0.1 µs for a remembered one; @fastify/rate-limit's own default key takes 6–10 µs per request for
+ * the same groups. An address without a colon (IPv4) is its own group, as addressGroup says.
+ */
+export function clientKey (max = REMEMBERED_ADDRESSES): (ip: string | undefined) => string {
+  const groups = new LRUCache<string, string>({ max })
+  return (ip) => {
+    // A request whose socket is already gone has no address: such requests share one key.
+    if (typeof ip !== 'string') return ''
+    if (!ip.includes(':')) return ip
+    let group = groups.get(ip)
+    if (group === undefined) {
+      group = addressGroup(ip)
+      groups.set(ip, group)
+    }
+    return group
+  }
 }

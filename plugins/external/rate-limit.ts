@@ -3,6 +3,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, preParsingHookHandler } from 'fastify'
 import { HttpError } from '../../lib/errors.ts'
 import { requiredDurationMs } from '../../lib/duration.ts'
+import { clientKey } from '../../lib/address-group.ts'
 import LocalStore from '@fastify/rate-limit/store/LocalStore.js'
 import RedisStore from '@fastify/rate-limit/store/RedisStore.js'
 import type { Redis } from 'ioredis'
@@ -62,6 +63,7 @@ export default fp(async function rateLimitPlugin (app: FastifyInstance) {
   const timeWindow = requiredDurationMs('RATE_LIMIT_WINDOW', config.RATE_LIMIT_WINDOW)
   // rate_limit_refusals_total{limit}: each 429 of either limit.
   const refused = app.appMetrics.rateLimited
+  const key = clientKey()
   await app.register(rateLimit, {
     global: true,
     // After every onRequest hook (security headers, metrics, load shedding see the refusals too), before any body is read.
@@ -69,6 +71,9 @@ export default fp(async function rateLimitPlugin (app: FastifyInstance) {
     max: config.RATE_LIMIT_MAX,
     timeWindow,
     store: fallbackStore(app.redis, 'rate-limit:'),
+    // The library's own grouping (an IPv6 client by its /64, a mapped IPv4 address as IPv4), remembered per
+    // address instead of worked out again on every request (lib/address-group.ts).
+    keyGenerator: (request) => key(request.ip),
     // The seed's 429 body, rendered by the error handler like every other error.
     errorResponseBuilder: () => new HttpError(429, 'Rate limit exceeded'),
     onExceeded: () => refused.inc({ limit: 'global' })

@@ -112,6 +112,17 @@ t.test('IPv6 clients are counted by their /64', async (t) => {
   t.equal((await app.inject({ url: '/api/v1/folders', remoteAddress: '2001:db8:1:3::1' })).statusCode, 200, 'another /64 has its own')
 })
 
+t.test('an IPv4 client mapped into IPv6 (a server listening on ::) is counted as its IPv4 address', async (t) => {
+  const handle = await openTestDatabase(t)
+  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 2 })
+  const codes = []
+  for (const address of ['10.9.8.7', '::ffff:10.9.8.7', '::ffff:a09:807']) {
+    codes.push((await app.inject({ url: '/api/v1/folders', remoteAddress: address })).statusCode)
+  }
+  t.same(codes, [200, 200, 429], 'one budget for the three spellings of one address')
+  t.equal((await app.inject({ url: '/api/v1/folders', remoteAddress: '::ffff:10.9.8.6' })).statusCode, 200, 'another address has its own')
+})
+
 t.test('a blocked client stays blocked however many other clients come by (the counters hold 100,000)', async (t) => {
   const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 1 })
