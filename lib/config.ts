@@ -59,7 +59,8 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 600 }),
   RATE_LIMIT_WINDOW: Type.String({ minLength: 1, default: '1 minute' }),
   AUTH_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 60 }),
-  // POST /api/activity: requests per API key per RATE_LIMIT_WINDOW (its own budget, not the per-IP one).
+  // POST /api/activity: requests per API key per RATE_LIMIT_WINDOW (its own budget, not the per-IP one), and
+  // the failed keys one client may send per window before it is refused without a lookup.
   API_KEY_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 1200 }),
   BBOX_INDEX_MB: Type.Integer({ minimum: 0, default: 512 }),
   // On PostgreSQL, a dataset of at least this many placemarks has its box index loaded in a worker thread.

@@ -3,6 +3,8 @@
 interface RateLimitResult { current: number; ttl: number }
 interface RateLimitStore {
   incr(key: string, callback: (err: Error | null, result?: RateLimitResult) => void, timeWindow: number, max: number): void
+  // The counter as it stands, not counting this call (@fastify/rate-limit's `{ increment: false }`).
+  read(key: string, callback: (err: Error | null, result?: RateLimitResult) => void, timeWindow: number, max: number): void
   child(routeOptions: unknown): RateLimitStore
 }
 

@@ -36,12 +36,20 @@ export function fallbackStore (redis: Redis | null, nameSpace: string) {
     }
 
     incr (key: string, callback: (err: Error | null, result?: RateLimitResult) => void, timeWindow: number, max: number): void {
+      this.#use('incr', key, callback, timeWindow, max)
+    }
+
+    read (key: string, callback: (err: Error | null, result?: RateLimitResult) => void, timeWindow: number, max: number): void {
+      this.#use('read', key, callback, timeWindow, max)
+    }
+
+    #use (method: 'incr' | 'read', key: string, callback: (err: Error | null, result?: RateLimitResult) => void, timeWindow: number, max: number): void {
       if (!this.shared || redis?.status !== 'ready') {
-        this.local.incr(key, callback, timeWindow, max)
+        this.local[method](key, callback, timeWindow, max)
         return
       }
-      this.shared.incr(key, (err, result) => {
-        if (err) this.local.incr(key, callback, timeWindow, max)
+      this.shared[method](key, (err, result) => {
+        if (err) this.local[method](key, callback, timeWindow, max)
         else callback(null, result ?? undefined)
       }, timeWindow, max)
     }

@@ -5,6 +5,7 @@ import { STATUS_CODES } from 'node:http'
 import { answer, errors, fail } from '../../schemas/common.ts'
 import { HttpError } from '../../lib/errors.ts'
 import { requiredDurationMs } from '../../lib/duration.ts'
+import { clientKey } from '../../lib/address-group.ts'
 import { validateActivityEvent, type ActivityEvent } from '../../lib/activity/event.ts'
 import { hashApiKey, looksLikeApiKey } from '../../lib/auth/api-keys.ts'
 import { useApiKey } from '../../db/api-keys.ts'
@@ -78,27 +79,48 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
     const header = request.headers['x-api-key']
     return typeof header === 'string' ? header : null
   }
+  const timeWindow = requiredDurationMs('RATE_LIMIT_WINDOW', config.RATE_LIMIT_WINDOW)
+  const refused = () => app.appMetrics.rateLimited.inc({ limit: 'apikey' })
+  // Each key has its own budget, counted once the key is found (by the key's id).
+  const perKey = app.rateLimit({
+    max: config.API_KEY_RATE_LIMIT_MAX,
+    timeWindow,
+    keyGenerator: (request: FastifyRequest) => `apikey:${request.apiKey!.id}`,
+    onExceeded: refused
+  })
+  // A missing, malformed, unknown or revoked key counts against its client (an IPv4 address or an IPv6
+  // /64, as the global limit counts it), which is refused before any lookup once past the same budget:
+  // guessing keys costs the database no more than a bounded number of lookups per client.
+  const addressKey = clientKey()
+  const failures = app.createRateLimit({
+    max: config.API_KEY_RATE_LIMIT_MAX,
+    timeWindow,
+    keyGenerator: (request: FastifyRequest) => `apikey-failed:${addressKey(request.ip)}`
+  })
+  const tooMany = (status: { max: number; ttlInSeconds: number }) => {
+    refused()
+    const seconds = String(status.ttlInSeconds)
+    return new HttpError(429, 'Rate limit exceeded', {
+      'retry-after': seconds, 'x-ratelimit-limit': String(status.max), 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': seconds
+    })
+  }
   app.post('/activity', {
     bodyLimit: MAX_BODY_BYTES,
-    config: {
-      // Its own budget, counted per API key (a key's hash; a request without one by address).
-      rateLimit: {
-        max: config.API_KEY_RATE_LIMIT_MAX,
-        timeWindow: requiredDurationMs('RATE_LIMIT_WINDOW', config.RATE_LIMIT_WINDOW),
-        keyGenerator: (request: FastifyRequest) => {
-          const key = keyOf(request)
-          return key ? `apikey:${hashApiKey(key)}` : `apikey-none:${request.ip}`
-        },
-        onExceeded: () => app.appMetrics.rateLimited.inc({ limit: 'apikey' })
-      }
-    },
+    // The limits replace the global one on this route (above).
+    config: { rateLimit: false },
     // The key is checked before the body is read: a caller without a valid key sends no body.
-    preParsing: async (request, _reply, payload) => {
+    preParsing: async (request, reply, payload) => {
+      const before = await failures(request, { increment: false })
+      if (!before.isAllowed && before.isExceeded) throw tooMany(before)
       const key = keyOf(request)
-      if (!key) throw new HttpError(401, 'Missing X-API-Key header')
-      const found = looksLikeApiKey(key) ? await useApiKey(app.db, hashApiKey(key)) : null
-      if (!found) throw new HttpError(401, 'Invalid API key')
+      const found = key && looksLikeApiKey(key) ? await useApiKey(app.db, hashApiKey(key)) : null
+      if (!found) {
+        const after = await failures(request)
+        if (!after.isAllowed && after.isExceeded) throw tooMany(after)
+        throw new HttpError(401, key ? 'Invalid API key' : 'Missing X-API-Key header')
+      }
       request.apiKey = found
+      await perKey.call(app, request, reply)
       return payload
     },
     schema: {
@@ -114,7 +136,9 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
         '',
         '**Authentication:** `X-API-Key: <key>` (made by `npm run apikey -- create --name N --guilds G1,G2`); a missing, unknown',
         'or revoked key is 401. No bearer token works here, and an API key works on no other route. The body is at most 1 MiB',
-        '(413). Rate limited per key: `API_KEY_RATE_LIMIT_MAX` requests per `RATE_LIMIT_WINDOW`, its own budget.'
+        '(413). Rate limited per key: `API_KEY_RATE_LIMIT_MAX` requests per `RATE_LIMIT_WINDOW`, its own budget. A missing, unknown',
+        'or revoked key counts against the client instead (an IPv4 address or an IPv6 /64): past `API_KEY_RATE_LIMIT_MAX` such',
+        'failures in a window the client is answered 429 before any key it sends is looked up.'
       ].join('\n'),
       security: [{ apiKeyAuth: [] }],
       body: IngestBody,
@@ -125,7 +149,7 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
           fail(401, 'The X-API-Key header is missing, or the key is unknown or revoked', 'Missing X-API-Key header', 'Invalid API key'),
           fail(403, 'An event is of a guild the key is not for; nothing was stored', 'This API key may not send events of guild 700000000000000002'),
           fail(413, 'The body is larger than 1 MiB', 'Request body is too large'),
-          { ...fail(429, 'Too many requests with this API key in the current window (API_KEY_RATE_LIMIT_MAX)', 'Rate limit exceeded'), headers: errors(429)[429].headers },
+          { ...fail(429, 'Too many requests with this API key, or too many failed keys from this client, in the current window (API_KEY_RATE_LIMIT_MAX)', 'Rate limit exceeded'), headers: errors(429)[429].headers },
           503)
       }
     }

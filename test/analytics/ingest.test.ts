@@ -122,4 +122,26 @@ t.test('POST /api/activity', async (t) => {
     t.equal((await post({ events: [ev()] }, { 'x-api-key': third })).status, 200, 'another key has its own budget')
     t.equal((await app.inject('/api/v1/stats')).statusCode, 200, 'and the per-IP budget is untouched')
   })
+
+  t.test('guessing keys is limited per client, before any lookup, and a real key keeps its own budget', async (t) => {
+    const codes = []
+    const guess = (key: string) => app.inject({ method: 'POST', url: '/api/activity', remoteAddress: '10.77.0.1', headers: { 'x-api-key': key }, payload: { events: [ev()] } })
+    for (let i = 0; i < 31; i++) codes.push((await guess(`gak_${String(i).padStart(43, 'x')}`)).statusCode)
+    t.same([...new Set(codes.slice(0, 30))], [401], 'unknown keys are refused while the client is within its budget')
+    t.equal(codes[30], 429, 'and limited past it, whatever key each guess names')
+    const limited = await guess(key)
+    t.same(limited.json(), { error: 'Too Many Requests', message: 'Rate limit exceeded' })
+    t.match(limited.headers, { 'retry-after': /^\d+$/, 'x-ratelimit-limit': '30', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': /^\d+$/ }, 'with the seed\'s headers, even for a real key: the client is refused before any lookup')
+    t.equal((await post({ events: [ev({ id: 'from-elsewhere' })] })).status, 200, 'the same key from another client is answered')
+    const other = await app.inject({ method: 'POST', url: '/api/activity', remoteAddress: '10.20.30.40', headers: { 'x-api-key': 'not a key' }, payload: { events: [] } })
+    t.equal(other.statusCode, 401, 'another client has its own budget')
+
+    const missing = []
+    for (let i = 0; i < 31; i++) {
+      missing.push((await app.inject({ method: 'POST', url: '/api/activity', remoteAddress: `2001:db8:7:7::${(i + 1).toString(16)}`, payload: { events: [] } })).statusCode)
+    }
+    t.same([...new Set(missing.slice(0, 30))], [401], 'no key: refused while the client is within its budget')
+    t.equal(missing[30], 429, 'one budget for an IPv6 /64, however its addresses rotate')
+    t.equal((await app.inject({ method: 'POST', url: '/api/activity', remoteAddress: '2001:db8:7:8::1', payload: { events: [] } })).statusCode, 401, 'another /64 has its own')
+  })
 })

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { Redis } from 'ioredis'
+import { fallbackStore } from '../../plugins/external/rate-limit.ts'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 import { durationMs } from '../../lib/duration.ts'
 
@@ -132,4 +133,24 @@ t.test('a blocked client stays blocked however many other clients come by (the c
   // More clients than @fastify/rate-limit's default of 5,000 remembered addresses.
   for (let i = 0; i < 6000; i++) await app.inject({ url: '/api/v1/folders', remoteAddress: `10.201.${i >> 8}.${i & 255}` })
   t.equal((await blocked()).statusCode, 429, 'still refused after 6,000 other clients')
+})
+
+t.test('the fallback store reads a counter without counting, from Redis while it answers and from memory while it does not', async (t) => {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
+  await redis.ping()
+  const Store = fallbackStore(redis, `rate-limit-read-test-${process.pid}:`)
+  const store = new Store({})
+  const call = (method: 'incr' | 'read', key: string) => new Promise<number>((resolve, reject) => {
+    store[method](key, (err, result) => { if (err) reject(err); else resolve(result!.current) }, 60_000, 10)
+  })
+  const key = `client-${Math.random()}`
+  t.equal(await call('incr', key), 1)
+  t.equal(await call('incr', key), 2)
+  t.equal(await call('read', key), 2, 'read: the count as it stands')
+  t.equal(await call('read', key), 2, 'and reading again does not count')
+  t.equal(await call('incr', key), 3)
+  await redis.quit()
+  t.equal(await call('read', key), 0, 'Redis gone: this instance\'s own counter, which nothing has counted yet')
+  t.equal(await call('incr', key), 1)
+  t.equal(await call('read', key), 1)
 })
