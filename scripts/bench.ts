@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { loadavg, tmpdir } from 'node:os'
 import { once } from 'node:events'
 import { request as httpRequest } from 'node:http'
+import { createServer as createNetServer } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createInterface } from 'node:readline'
@@ -21,13 +22,14 @@ const HELP = `
 Creates a throw-away PostgreSQL database, generates and imports a KML of placemarks, seeds activity
 events, starts the server and drives it with autocannon (32 connections unless said otherwise).
 Small answers are measured against a bare Fastify 5 and a bare Express 5 server answering the same
-bytes from memory, in alternating turns; the analytics routes over a 30-day window with one
+bytes from memory, in alternating turns, and the stats answer to an IPv6 client against the same to
+an IPv4 one (the server listens on :: when the machine has IPv6); the analytics routes over a 30-day window with one
 connection; ingestion through POST /api/activity (with an API key) in batches of 1000 new events,
 4 requests at a time, then one at a time. Every figure is judged against bench/targets.json.
 Prints a table and writes bench/results.json.
 
 options:
-  --quick      the small answers against the peers only, on the sample data, in about a minute:
+  --quick      the small answers against the peers (and over IPv6) only, on the sample data, in about a minute:
                the check to run before a change to the request path lands
   --small      every figure at small sizes: 20,000 placemarks, 200,000 events, 3 turns of 1 s
                (default: 1,000,000 placemarks, 10,000,000 events, 5 turns of 2 s per server)
@@ -276,6 +278,15 @@ async function alternate (sides: Side[], path: string, headers?: Record<string, 
   return totals.map((t) => ({ rps: t.requests / t.seconds, p99: t.p99, non2xx: t.non2xx }))
 }
 
+// The same small answer to an IPv6 client and to an IPv4 one, alternated: what the address's family costs.
+const IPV6_FIGURE = 'stats, IPv6 client'
+async function measureIpv6 (base: string, ipv6Base: string) {
+  const path = '/api/v1/stats'
+  const [v4, v6] = await alternate([{ name: 'IPv4', base }, { name: 'IPv6', base: ipv6Base }], path)
+  results.figures[IPV6_FIGURE] = { url: path, rps: Math.round(v6.rps), ipv4_rps: Math.round(v4.rps), vs_ipv4: round2(v6.rps / v4.rps), p99_ms: v6.p99, non2xx: v6.non2xx + v4.non2xx }
+  log(`  ${IPV6_FIGURE}: ${Math.round(v6.rps)} req/s, over IPv4 ${Math.round(v4.rps)}`)
+}
+
 // Our server against both peers, one URL after the other; only one server is under load at a time.
 async function measureAgainstPeers (base: string, token: string | null, answers: Answer[], peers: Side[]) {
   const sides = [{ name: 'ours', base }, ...peers]
@@ -373,18 +384,34 @@ async function seedActivity (DATABASE_URL: string) {
   log(`  ${results.figures['activity seed'].per_second} events/s (wall clock, including start-up)`)
 }
 
+// Whether this machine can listen on the IPv6 loopback (a container may have IPv6 off).
+async function hasIpv6Loopback (): Promise<boolean> {
+  const probe = createNetServer()
+  try {
+    probe.listen(0, '::1')
+    await once(probe, 'listening')
+    return true
+  } catch {
+    return false
+  } finally {
+    probe.close()
+  }
+}
+
 // The server under test, with limits out of the way of the load generator; stderr shown so a crash is visible.
-async function startServer (DATABASE_URL: string): Promise<{ child: ChildProcess; base: string }> {
+async function startServer (DATABASE_URL: string): Promise<{ child: ChildProcess; base: string; ipv6Base: string | null }> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
+  // On :: when the machine has IPv6 (as many deployments listen): IPv4 clients then arrive mapped into IPv6.
+  const ipv6 = await hasIpv6Loopback()
   const child = spawn(process.execPath, ['--import', LOADER, 'server.ts'], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', API_KEY_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn' }
+    env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: ipv6 ? '::' : '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', API_KEY_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn' }
   })
   for (let i = 0; i < 120; i++) {
     if (child.exitCode !== null) throw new Error(`the server exited with code ${child.exitCode} before answering /health`)
-    try { if ((await fetch(`${base}/health`)).ok) return { child, base } } catch { /* not up yet */ }
+    try { if ((await fetch(`${base}/health`)).ok) return { child, base, ipv6Base: ipv6 ? `http://[::1]:${port}` : null } } catch { /* not up yet */ }
     await sleep(500)
   }
   child.kill('SIGTERM')
@@ -558,6 +585,8 @@ async function main () {
       await measureAgainstPeers(server.base, token, answers, peers)
       // The peers are done: they take no memory or CPU from the rest.
       for (const peer of peers) await stop(peer.child)
+      if (server.ipv6Base) await measureIpv6(server.base, server.ipv6Base)
+      else log(`  ${IPV6_FIGURE}: not measured, this machine has no IPv6 loopback`)
       // --quick stops here: the small answers are its whole point.
       if (!cli.quick) {
         log('load: bbox, random city boxes')
@@ -580,7 +609,7 @@ async function main () {
 
   const targets = JSON.parse(readFileSync(join(root, 'bench', 'targets.json'), 'utf8')) as Parameters<typeof checkTargets>[0]
   // --quick judges the figures it measured, the peers' ratios.
-  if (cli.quick) for (const name of Object.keys(targets)) if (!PEER_FIGURES.some((f) => f.name === name)) delete targets[name]
+  if (cli.quick) for (const name of Object.keys(targets)) if (name !== IPV6_FIGURE && !PEER_FIGURES.some((f) => f.name === name)) delete targets[name]
   // The figures of --scale are judged by --scale only.
   for (const name of Object.keys(targets)) if (isScaleFigure(name)) delete targets[name]
   // --analytics judges the activity figures.
