@@ -34,7 +34,7 @@ export const REMEMBERED_PROXY_ADDRESSES = 10_000
  * names `loopback`, `linklocal`, `uniquelocal`). A list is decided by proxy-addr's own test, the one Fastify
  * would compile from it, remembered per address: Fastify asks it about every hop of a request's
  * X-Forwarded-For whenever `request.ip` is read (the rate limiter reads it on every request), and it parses
- * the address each time, 1–11 µs a request against 0.03 µs remembered.
+ * the address each time, 1–8 µs a request against 0.1–0.9 µs remembered.
  */
 export function trustProxySetting (value: string | undefined): FastifyServerOptions['trustProxy'] {
   if (value === undefined || value === '' || value === 'false') return false
@@ -49,16 +49,9 @@ export function trustProxySetting (value: string | undefined): FastifyServerOpti
   } catch (err) {
     throw new Error(`TRUST_PROXY: ${(err as Error).message} (expected true, false, a hop count, or comma-separated proxy addresses or CIDRs)`)
   }
-  const seen = new LRUCache<string, boolean>({ max: REMEMBERED_PROXY_ADDRESSES })
-  return (address: string, hop: number) => {
-    if (typeof address !== 'string') return trusted(address, hop)
-    let yes = seen.get(address)
-    if (yes === undefined) {
-      yes = trusted(address, hop)
-      seen.set(address, yes)
-    }
-    return yes
-  }
+  // A listed address is trusted at any hop: proxy-addr's test of a list looks at the address alone.
+  const seen = new LRUCache<string, boolean>({ max: REMEMBERED_PROXY_ADDRESSES, memoMethod: (address) => trusted(address, 0) })
+  return (address: string, hop: number) => typeof address === 'string' ? seen.memo(address) : trusted(address, hop)
 }
 
 /**
