@@ -27,7 +27,7 @@ export interface AppOptions {
 }
 
 // Addresses whose trust a TRUST_PROXY list remembers: the proxies' own, and those of the clients behind them.
-export const REMEMBERED_PROXY_ADDRESSES = 10_000
+const REMEMBERED_PROXY_ADDRESSES = 10_000
 
 /**
  * TRUST_PROXY: true/false, a hop count, or a comma-separated list of proxy addresses/CIDRs (and proxy-addr's
