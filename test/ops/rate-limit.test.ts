@@ -131,26 +131,19 @@ t.test('one duration parser for every lifetime and window setting', async (t) =>
   t.equal(durationMs('0'), null)
 })
 
-t.test('IPv6 clients are counted by their /64', async (t) => {
+t.test('IPv6 clients are counted by their /64, an IPv4 client mapped into IPv6 (a server on ::) as its IPv4 address', async (t) => {
   const handle = await openTestDatabase(t)
   const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 2 })
-  const codes = []
-  for (const address of ['2001:db8:1:2::1', '2001:db8:1:2::ffff', '2001:db8:1:2:aaaa::3']) {
-    codes.push((await app.inject({ url: '/api/v1/folders', remoteAddress: address })).statusCode)
+  const cases = [
+    { spellings: ['2001:db8:1:2::1', '2001:db8:1:2::ffff', '2001:db8:1:2:aaaa::3'], same: 'one budget for one /64', other: '2001:db8:1:3::1', otherMessage: 'another /64 has its own' },
+    { spellings: ['10.9.8.7', '::ffff:10.9.8.7', '::ffff:a09:807'], same: 'one budget for the three spellings of one address', other: '::ffff:10.9.8.6', otherMessage: 'another address has its own' }
+  ]
+  for (const { spellings, same, other, otherMessage } of cases) {
+    const codes = []
+    for (const address of spellings) codes.push((await app.inject({ url: '/api/v1/folders', remoteAddress: address })).statusCode)
+    t.same(codes, [200, 200, 429], same)
+    t.equal((await app.inject({ url: '/api/v1/folders', remoteAddress: other })).statusCode, 200, otherMessage)
   }
-  t.same(codes, [200, 200, 429], 'one budget for one /64')
-  t.equal((await app.inject({ url: '/api/v1/folders', remoteAddress: '2001:db8:1:3::1' })).statusCode, 200, 'another /64 has its own')
-})
-
-t.test('an IPv4 client mapped into IPv6 (a server listening on ::) is counted as its IPv4 address', async (t) => {
-  const handle = await openTestDatabase(t)
-  const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 2 })
-  const codes = []
-  for (const address of ['10.9.8.7', '::ffff:10.9.8.7', '::ffff:a09:807']) {
-    codes.push((await app.inject({ url: '/api/v1/folders', remoteAddress: address })).statusCode)
-  }
-  t.same(codes, [200, 200, 429], 'one budget for the three spellings of one address')
-  t.equal((await app.inject({ url: '/api/v1/folders', remoteAddress: '::ffff:10.9.8.6' })).statusCode, 200, 'another address has its own')
 })
 
 t.test('a blocked client stays blocked however many other clients come by (the counters hold 100,000)', async (t) => {
