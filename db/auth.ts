@@ -4,13 +4,24 @@ import { sql } from './kysely.ts'
 import type { Database, UserTable } from './types.ts'
 import type { IdpGuild, IdpUser } from '../lib/auth/idp-client.ts'
 import type { Role } from '../lib/auth/types.ts'
+import { inTransaction } from './transaction.ts'
 
 type Db = Kysely<Database>
 export type UserRow = Selectable<UserTable>
 
+// Lock order. Every transaction that writes users, sessions or refresh tokens takes its row locks in one
+// order: the user, then the user's sessions, then their refresh tokens (the security history is only
+// ever inserted into, with no foreign key). Where a transaction starts from a session or a token, it
+// reads where that leads without a lock first. A deadlock can then only come from outside this order,
+// and inTransaction runs its victim again (docs/architecture.md, "Lock order").
+
+// The user's row, held against deletion (a deletion waits; a role change or a sign-in's update does not).
+const holdUser = (trx: Db, userId: string) =>
+  trx.selectFrom('users').selectAll().where('id', '=', userId).forKeyShare().executeTakeFirst()
+
 /** Upserts the user by provider id and replaces the stored guild list, in one transaction. */
 export async function saveSignIn (db: Db, user: IdpUser, guilds: IdpGuild[]): Promise<UserRow> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const row = await trx.insertInto('users')
       .values({ provider_id: user.id, username: user.username, discriminator: user.discriminator, avatar: user.avatar })
       .onConflict((oc) => oc.column('provider_id').doUpdateSet({
@@ -35,7 +46,7 @@ const sessionEnd = (tokenExpiry: Date, createdAt: number, maxAgeMs: number) => n
 export async function createSession (db: Db, s: { userId: string; tokenHash: string; expiresAt: Date; userAgent: string | null; ip: string | null }, maxAgeMs: number): Promise<string> {
   const id = randomUUID()
   const end = sessionEnd(s.expiresAt, Date.now(), maxAgeMs)
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(db, async (trx) => {
     await trx.insertInto('sessions').values({ id, user_id: s.userId, expires_at: end, user_agent: s.userAgent, ip: s.ip }).execute()
     await trx.insertInto('refresh_tokens').values({ token_hash: s.tokenHash, session_id: id, expires_at: end }).execute()
     // newIp: the first sign-in of this user from this address (within the audit's retention).
@@ -55,40 +66,48 @@ async function audit (trx: Db, type: string, userId: string | null, data: Record
 }
 
 export type RotateResult =
-  | { kind: 'ok'; sessionId: string; user: UserRow }
+  | { kind: 'ok'; sessionId: string; user: UserRow; replay: boolean }
   | { kind: 'reused'; sessionId: string }
   | { kind: 'invalid' }
 
 /**
- * Spends a refresh token and records its successor, atomically: of two requests with the same token
- * only one can win. A token already spent means it was copied: the caller revokes the session.
+ * Spends a refresh token and records its successor (`next`, whose id the caller derives from the old
+ * token's, so that every presentation of one token names the same successor), atomically: of two
+ * requests with the same token only one spends it. Presented again within the grace window of its
+ * rotation (a second tab refreshing at the same moment), it is answered with that same successor and
+ * recorded as a `refresh_replay`: the chain never forks. Presented after the window, it was copied: the
+ * caller revokes the session.
  */
 export async function rotateRefreshToken (db: Db, oldHash: string, next: { tokenHash: string; expiresAt: Date }, maxAgeMs: number, graceMs = 0): Promise<RotateResult> {
-  return db.transaction().execute(async (trx) => {
-    const spent = await trx.updateTable('refresh_tokens').set({ rotated_at: sql`now()` })
-      .where('token_hash', '=', oldHash).where('rotated_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
-      .returning('session_id').executeTakeFirst()
-    let sessionId = spent?.session_id
-    if (!sessionId) {
-      // Spent already: within the grace window of its rotation it is a second tab refreshing at the same
-      // moment (it gets a pair of the same session too); after it, the token was copied.
-      const known = await trx.selectFrom('refresh_tokens')
-        .select(['session_id', 'rotated_at', sql<boolean>`rotated_at > now() - make_interval(secs => ${graceMs / 1000})`.as('in_grace')])
-        .where('token_hash', '=', oldHash).executeTakeFirst()
-      if (!known?.rotated_at) return { kind: 'invalid' }
-      if (!known.in_grace) return { kind: 'reused', sessionId: known.session_id }
-      sessionId = known.session_id
-    }
+  return inTransaction(db, async (trx) => {
+    const leads = await trx.selectFrom('refresh_tokens').innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
+      .select(['refresh_tokens.session_id', 'sessions.user_id']).where('token_hash', '=', oldHash).executeTakeFirst()
+    if (!leads) return { kind: 'invalid' }
+    const user = await holdUser(trx, leads.user_id)
+    if (!user) return { kind: 'invalid' }
     // A session past its absolute lifetime (SESSION_MAX_AGE from its sign-in) is not renewed.
-    const session = await trx.selectFrom('sessions').selectAll().where('id', '=', sessionId)
-      .where('revoked_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
-      .where('created_at', '>', sql<Date>`now() - make_interval(secs => ${maxAgeMs / 1000})`).executeTakeFirst()
-    if (!session) return { kind: 'invalid' }
+    const session = await trx.selectFrom('sessions')
+      .select(['id', 'created_at', sql<boolean>`revoked_at IS NULL AND expires_at > now() AND created_at > now() - make_interval(secs => ${maxAgeMs / 1000})`.as('live')])
+      .where('id', '=', leads.session_id).forNoKeyUpdate().executeTakeFirst()
+    const token = await trx.selectFrom('refresh_tokens')
+      .select(['rotated_at', sql<boolean>`expires_at > now()`.as('unexpired'), sql<boolean>`rotated_at > now() - make_interval(secs => ${graceMs / 1000})`.as('in_grace')])
+      .where('token_hash', '=', oldHash).forUpdate().executeTakeFirst()
+    if (!session || !token) return { kind: 'invalid' }
+    const replay = token.rotated_at !== null
+    if (replay && !token.in_grace) return { kind: 'reused', sessionId: session.id }
+    if ((!replay && !token.unexpired) || !session.live) return { kind: 'invalid' }
     const end = sessionEnd(next.expiresAt, session.created_at.getTime(), maxAgeMs)
-    await trx.insertInto('refresh_tokens').values({ token_hash: next.tokenHash, session_id: session.id, expires_at: end }).execute()
+    if (replay) {
+      await audit(trx, 'refresh_replay', user.id, { sessionId: session.id })
+    } else {
+      await trx.updateTable('refresh_tokens').set({ rotated_at: sql`now()` }).where('token_hash', '=', oldHash).execute()
+    }
+    // A replay finds the successor its token's rotation stored (and, if that one moved on since, is handed
+    // it all the same: presenting it again is reuse, or a replay of its own within its window).
+    await trx.insertInto('refresh_tokens').values({ token_hash: next.tokenHash, session_id: session.id, expires_at: end })
+      .onConflict((oc) => oc.column('token_hash').doNothing()).execute()
     await trx.updateTable('sessions').set({ last_used_at: sql`now()`, expires_at: end }).where('id', '=', session.id).execute()
-    const user = await trx.selectFrom('users').selectAll().where('id', '=', session.user_id).executeTakeFirstOrThrow()
-    return { kind: 'ok', sessionId: session.id, user }
+    return { kind: 'ok', sessionId: session.id, user, replay }
   })
 }
 
@@ -97,7 +116,9 @@ export async function rotateRefreshToken (db: Db, oldHash: string, next: { token
  * only a session of that user's. Returns whether a live session was revoked.
  */
 export async function revokeSession (db: Db, sessionId: string, reason: string, who: { by: RevokedBy; userId?: string; actorId?: string }): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
+    const owner = await trx.selectFrom('sessions').select('user_id').where('id', '=', sessionId).executeTakeFirst()
+    if (!owner || !await holdUser(trx, owner.user_id)) return false
     let q = trx.updateTable('sessions').set({ revoked_at: sql`now()`, revoked_reason: reason })
       .where('id', '=', sessionId).where('revoked_at', 'is', null)
     if (who.userId) q = q.where('user_id', '=', who.userId)
@@ -115,7 +136,8 @@ export async function revokeSession (db: Db, sessionId: string, reason: string, 
  * `session_revoked` row per session. Returns the revoked sessions' ids.
  */
 export async function revokeAllSessions (db: Db, userId: string, options: { except?: string; actorId?: string } = {}): Promise<string[]> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
+    await holdUser(trx, userId)
     let q = trx.updateTable('sessions').set({ revoked_at: sql`now()`, revoked_reason: options.actorId ? 'signed out by an admin' : 'signed out everywhere' })
       .where('user_id', '=', userId).where('revoked_at', 'is', null)
     if (options.except) q = q.where('id', '!=', options.except)
@@ -164,14 +186,18 @@ export class LastAdmin extends Error {
  * user's id, or undefined when no such user exists.
  */
 export async function setRole (db: Db, who: string | { id: string }, role: Role, by: { by: 'admin' | 'cli'; actorId?: string } = { by: 'cli' }): Promise<string | undefined> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const match = typeof who === 'string' ? ['provider_id', who] as const : ['id', who.id] as const
-    const before = await trx.selectFrom('users').select(['id', 'role']).where(match[0], '=', match[1]).forUpdate().executeTakeFirst()
+    // An admin's demotion locks the target with every ADMIN, in id order, in one statement: two admins
+    // demoting each other at once are serialized, and the second sees that it would leave no ADMIN.
+    const guarded = by.by === 'admin' && role !== 'ADMIN'
+    const locked = await trx.selectFrom('users').select(['id', 'role', match[0]])
+      .where((eb) => guarded ? eb.or([eb(match[0], '=', match[1]), eb('role', '=', 'ADMIN')]) : eb(match[0], '=', match[1]))
+      .orderBy('id').forNoKeyUpdate().execute()
+    const before = locked.find((u) => u[match[0]] === match[1])
     if (!before) return undefined
-    if (by.by === 'admin' && before.role === 'ADMIN' && role !== 'ADMIN') {
-      // Serialized on the ADMIN rows: two admins demoting each other at once cannot both win.
-      const admins = await trx.selectFrom('users').select('id').where('role', '=', 'ADMIN').forUpdate().execute()
-      if (admins.length <= 1) throw new LastAdmin('The last ADMIN cannot be demoted')
+    if (guarded && before.role === 'ADMIN' && locked.filter((u) => u.role === 'ADMIN').length <= 1) {
+      throw new LastAdmin('The last ADMIN cannot be demoted')
     }
     await trx.updateTable('users').set({ role, updated_at: sql`now()` }).where('id', '=', before.id).execute()
     if (before.role !== role) await audit(trx, 'role_changed', before.id, { from: before.role, to: role, by: by.by }, by.actorId ?? null)
@@ -213,10 +239,12 @@ export async function accountExport (db: Db, userId: string) {
  * on the change bus. Returns the ids of its sessions, or undefined when there was no such user.
  */
 export async function deleteAccount (db: Db, userId: string): Promise<string[] | undefined> {
-  return db.transaction().execute(async (trx) => {
-    const sessions = await trx.selectFrom('sessions').select('id').where('user_id', '=', userId).execute()
-    const gone = await trx.deleteFrom('users').where('id', '=', userId).returning('id').executeTakeFirst()
-    if (!gone) return undefined
+  return inTransaction(db, async (trx) => {
+    // The user first, then its sessions: no sign-in or refresh can add one between the list and the deletion.
+    const user = await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().executeTakeFirst()
+    if (!user) return undefined
+    const sessions = await trx.selectFrom('sessions').select('id').where('user_id', '=', userId).forUpdate().execute()
+    await trx.deleteFrom('users').where('id', '=', userId).execute()
     await trx.deleteFrom('audit').where('user_id', '=', userId).execute()
     await audit(trx, 'account_deleted', null, {})
     return sessions.map((s) => s.id)

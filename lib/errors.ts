@@ -39,3 +39,10 @@ export function isDatabaseUnavailable (err: unknown): boolean {
   const message = typeof e.message === 'string' ? e.message : ''
   return /timeout exceeded when trying to connect|Query read timeout|Connection terminated|connection is closed|Client has encountered a connection error|terminating connection/i.test(message)
 }
+
+// A deadlock's victim (40P01) or a serialization failure (40001): the transaction lost to another one and
+// may simply run again; never the client's fault nor a bug.
+export function isTransactionConflict (err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return code === '40P01' || code === '40001'
+}

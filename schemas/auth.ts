@@ -77,7 +77,7 @@ export const SignOutQuery = Type.Object({
   scope: Type.Optional(oneOf(['all', 'others'] as const, { description: '`all` (default): every session of the caller, this one included; `others`: every one but this', examples: ['others'] }))
 }, { additionalProperties: false })
 
-const eventTypes = ['signin', 'refresh_reuse', 'session_revoked', 'role_changed', 'signout_all', 'account_deleted'] as const
+const eventTypes = ['signin', 'refresh_replay', 'refresh_reuse', 'session_revoked', 'role_changed', 'signout_all', 'account_deleted'] as const
 
 export const HistoryEvent = Type.Object({
   type: oneOf(eventTypes, { description: 'What happened', examples: ['signin'] }),
@@ -85,7 +85,7 @@ export const HistoryEvent = Type.Object({
   ip: Type.Optional(Nullable(Type.String({ description: '`signin`: the client address', examples: ['203.0.113.7'] }))),
   userAgent: Type.Optional(Nullable(Type.String({ description: '`signin`: the User-Agent (first 512 characters)', examples: ['Mozilla/5.0 (X11; Linux x86_64)'] }))),
   newIp: Type.Optional(Type.Boolean({ description: '`signin`: the first sign-in of this user from this address (within the history\'s retention)', examples: [true] })),
-  sessionId: Type.Optional(Type.String({ description: '`signin`, `refresh_reuse`, `session_revoked`: the session', examples: ['5d1f3a0e-8c2b-4e7a-9f10-2b6c4d8e0a13'] })),
+  sessionId: Type.Optional(Type.String({ description: '`signin`, `refresh_replay`, `refresh_reuse`, `session_revoked`: the session', examples: ['5d1f3a0e-8c2b-4e7a-9f10-2b6c4d8e0a13'] })),
   by: Type.Optional(Type.String({ description: '`session_revoked`: `self`, `admin`, `reuse` or `signout_all`; `role_changed`: `admin` or `cli`; `signout_all`: `admin` when an admin did it', examples: ['self'] })),
   from: Type.Optional(Type.String({ description: '`role_changed`: the role before', examples: ['USER'] })),
   to: Type.Optional(Type.String({ description: '`role_changed`: the role after', examples: ['ADMIN'] })),

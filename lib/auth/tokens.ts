@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash, createHmac, randomBytes } from 'node:crypto'
 import type { Role } from './types.ts'
 
 /** An access token's claims: the seed's, plus the issuer, the session (`sid`) and a unique id (`jti`). */
@@ -39,6 +39,15 @@ export function isRefreshClaims (claims: Record<string, unknown>): claims is Rec
 // Refresh token ids are stored hashed: a leaked table cannot be replayed.
 export function hashTokenId (tokenId: string): string {
   return createHash('sha256').update(tokenId).digest('hex')
+}
+
+/**
+ * The id of the refresh token that succeeds `tokenId` at its rotation: the same for every presentation of
+ * one token, so that replays within the grace window are handed one successor rather than a chain each.
+ * Knowing it is worth nothing without the server's signature on a token that carries it.
+ */
+export function successorTokenId (tokenId: string): string {
+  return createHmac('sha256', tokenId).update('refresh-token-successor').digest('base64url')
 }
 
 export function randomSecret (): string {

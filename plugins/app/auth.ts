@@ -17,8 +17,8 @@ declare module 'fastify' {
     tokens: {
       /** A new access token for the user's session. */
       access(user: UserRow, sessionId: string): string
-      /** A new refresh token with its id (stored hashed) and expiry. */
-      refresh(userId: string): { token: string; tokenHash: string; expiresAt: Date }
+      /** A new refresh token with its id (`tokenId`, or a new random one; stored hashed) and expiry. */
+      refresh(userId: string, tokenId?: string): { token: string; tokenHash: string; expiresAt: Date }
       /** The claims of a valid refresh token, or null for an expired, forged or malformed one. */
       verifyRefresh(token: string): RefreshClaims | null
     }
@@ -81,8 +81,7 @@ export default fp(async function auth (app: FastifyInstance) {
     access: (user: UserRow, sessionId: string) => app.jwt.access.sign({
       userId: user.id, providerId: user.provider_id, username: `${user.username}#${user.discriminator}`, role: user.role, sid: sessionId, jti: randomUUID()
     }),
-    refresh: (userId: string) => {
-      const tokenId = randomUUID()
+    refresh: (userId: string, tokenId: string = randomUUID()) => {
       return { token: app.jwt.refresh.sign({ userId, tokenId, type: 'refresh' }), tokenHash: hashTokenId(tokenId), expiresAt: new Date(Date.now() + refreshMs) }
     },
     verifyRefresh: (token: string) => {

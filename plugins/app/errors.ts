@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify'
 import type { Config } from '../../lib/config.ts'
-import { errorBody, HttpError, isDatabaseUnavailable, reasonPhrase } from '../../lib/errors.ts'
+import { errorBody, HttpError, isDatabaseUnavailable, isTransactionConflict, reasonPhrase } from '../../lib/errors.ts'
 import { clip } from '../../lib/logger.ts'
 import { bearerRefusalMessage } from '../../lib/auth/bearer-messages.ts'
 import { allowedOrigins, isAllowedOrigin } from '../../lib/cors-origins.ts'
@@ -24,6 +24,11 @@ export default fp(async function errors (app: FastifyInstance) {
     if (isDatabaseUnavailable(err)) {
       request.log.warn({ code: (err as { code?: string }).code }, 'database unavailable')
       return reply.code(503).header('retry-after', '5').send(errorBody(503, 'The database is unavailable; try again shortly'))
+    }
+    if (isTransactionConflict(err)) {
+      // Only once inTransaction's retries are spent: the request met the same rival every time.
+      request.log.warn({ code: (err as { code?: string }).code }, 'transaction conflict')
+      return reply.code(503).header('retry-after', '1').send(errorBody(503, 'The request conflicted with a concurrent one; try again'))
     }
     const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
     if (status >= 500) {

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { HttpError } from '../../lib/errors.ts'
 import { SigninRefused, type IdpGuild, type IdpUser } from '../../lib/auth/idp-client.ts'
-import { hashTokenId } from '../../lib/auth/tokens.ts'
+import { hashTokenId, successorTokenId } from '../../lib/auth/tokens.ts'
 import { createSession, isUuid, revokeAllSessions, revokeSession, rotateRefreshToken, saveSignIn, sessionOwner, type RevokedBy, type UserRow } from '../../db/auth.ts'
 
 export interface SignedIn { accessToken: string; refreshToken: string; user: UserRow }
@@ -71,7 +71,7 @@ export default fp(async function signin (app: FastifyInstance) {
     async refresh (token, log) {
       const claims = token ? tokens.verifyRefresh(token) : null
       if (claims === null) return { kind: 'invalid' }
-      const next = tokens.refresh(claims.userId)
+      const next = tokens.refresh(claims.userId, successorTokenId(claims.tokenId))
       const result = await rotateRefreshToken(app.db, hashTokenId(claims.tokenId), { tokenHash: next.tokenHash, expiresAt: next.expiresAt }, app.sessionPolicy.maxAgeMs, app.sessionPolicy.reuseGraceMs)
       if (result.kind === 'reused') {
         await revokeSession(app.db, result.sessionId, 'refresh token reuse', { by: 'reuse' })
@@ -80,6 +80,7 @@ export default fp(async function signin (app: FastifyInstance) {
         return { kind: 'reused' }
       }
       if (result.kind !== 'ok') return { kind: 'invalid' }
+      if (result.replay) log.info({ sessionId: result.sessionId }, 'refresh token presented again within the grace window: handed its successor')
       return { kind: 'ok', accessToken: tokens.access(result.user, result.sessionId), refreshToken: next.token }
     },
 
