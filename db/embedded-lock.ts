@@ -145,7 +145,7 @@ export function readOwner (dir: string): OwnerRecord | null {
  */
 function createExclusive (path: string, text: string, nonce: string): boolean {
   const temp = `${path}.${process.pid}-${nonce}.tmp`
-  const fd = openSync(temp, 'wx', 0o644)
+  const fd = openSync(temp, 'wx', 0o600)
   try {
     writeSync(fd, text)
     fsyncSync(fd)
@@ -161,7 +161,7 @@ function createExclusive (path: string, text: string, nonce: string): boolean {
     if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err
     let direct: number
     try {
-      direct = openSync(path, 'wx', 0o644)
+      direct = openSync(path, 'wx', 0o600)
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false
       throw e

@@ -1,18 +1,20 @@
 import pg from 'pg'
-import { existsSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { existsSync, readFileSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
 import { tmpdir } from 'node:os'
-import { createHash } from 'node:crypto'
 import type { PGlite } from '@electric-sql/pglite'
 import { Kysely, PostgresDialect } from './kysely.ts'
 import type { Database } from './types.ts'
 import { once, type DatabaseHandle, type DatabaseOptions } from './handle.ts'
 import { listenerRegistry, pgliteListener } from './listen.ts'
 import { acquireEmbeddedLock, LOCK_FILE, type EmbeddedLock } from './embedded-lock.ts'
+import { fitsSocketAddress, isPrivateDir, makePrivate } from '../lib/private-dir.ts'
 
 /**
  * The embedded database (PGlite): a directory this process owns (its lock refuses other processes), or
- * `memory://`; a first start creates the cluster in a child process.
+ * `memory://`; a first start creates the cluster in a child process. The directory is this user's
+ * alone (0700) from before the lock is taken; the files in it, which PGlite creates 0666, are closed
+ * to group and others at every open and close.
  */
 export async function openEmbedded (options: DatabaseOptions): Promise<DatabaseHandle> {
   const { PGlite } = await import('@electric-sql/pglite')
@@ -25,12 +27,16 @@ export async function openEmbedded (options: DatabaseOptions): Promise<DatabaseH
   let pglite: PGlite
   try {
     if (!dir.startsWith('memory://')) {
-      const { mkdir } = await import('node:fs/promises')
+      const { chmod, mkdir } = await import('node:fs/promises')
       await mkdir(dir, { recursive: true })
+      // Before anything is written in it, the lock included (the folders above keep their modes).
+      await chmod(dir, 0o700)
       // Before anything else in the directory is read or written: another live owner is refused here.
       lock = acquireEmbeddedLock(dir, options.owner ?? defaultOwner())
       if (lock.tookOverFrom) options.onStaleLock?.(lock.tookOverFrom)
       if (!existsSync(join(dir, 'PG_VERSION'))) await createEmbedded(dir, startParams)
+      // What an earlier version, or files PGlite made during the last run, left open.
+      await makePrivate(dir)
     }
     pglite = await PGlite.create(dir, { startParams, extensions: { pg_trgm }, ...(dir.startsWith('memory://') && options.pgliteDataDir ? { loadDataDir: options.pgliteDataDir } : {}) })
   } catch (err) {
@@ -53,6 +59,8 @@ export async function openEmbedded (options: DatabaseOptions): Promise<DatabaseH
       await db.destroy()
       try {
         await pglite.close()
+        // The files PGlite created while open (0666 behind the 0700 directory) are left closed as well.
+        if (lock) await makePrivate(dir)
       } finally {
         lock?.release()
       }
@@ -126,11 +134,68 @@ async function initdbInChild (dir: string, startParams: string[]): Promise<void>
   throw new Error(`initdb failed: ${cause}`)
 }
 
+// The command socket inside the database directory; where that path is too long for a socket's address,
+// the file there that names the private folder the socket is in instead.
+const COMMAND_SOCKET = 'commands.sock'
+const COMMAND_SOCKET_ELSEWHERE = 'commands.sock.path'
+
+export interface CommandSocketPlace {
+  path: string
+  /** Removes the socket, and the folder made for it. */
+  remove(): Promise<void>
+}
+
 /**
- * Where the server that owns an embedded database directory takes commands (a Unix socket, only for
- * its own user). In the system's temporary folder, named after the directory: a socket path in a
- * deep directory would pass the operating system's length limit.
+ * Where the server that owns the embedded database in `dir` (an absolute path) takes commands: a Unix
+ * socket in the directory itself, which only this user may enter, so the socket is never reachable by
+ * anyone else, whatever its own mode. When that path passes the length of a socket's address, a new
+ * private (0700) folder in the system's temporary folder holds it, and the directory names it for the
+ * commands (findCommandSocket). Removes what a server that was killed left; call it holding the lock.
  */
-export function commandSocketPath (dir: string): string {
-  return join(tmpdir(), `pglite-commands-${createHash('sha256').update(dir).digest('hex').slice(0, 16)}.sock`)
+export async function placeCommandSocket (dir: string): Promise<CommandSocketPlace> {
+  const { mkdtemp, rename, rm, rmdir, writeFile } = await import('node:fs/promises')
+  const inside = join(dir, COMMAND_SOCKET)
+  const pointer = join(dir, COMMAND_SOCKET_ELSEWHERE)
+  const earlier = findCommandSocket(dir)
+  // A socket, and the folder made for it alone (rmdir removes only an empty one).
+  if (earlier && earlier !== inside) {
+    await rm(earlier, { force: true })
+    await rmdir(dirname(earlier))
+  }
+  await rm(inside, { force: true })
+  await rm(pointer, { force: true })
+  if (fitsSocketAddress(inside)) return { path: inside, remove: () => rm(inside, { force: true }) }
+  const folder = await mkdtemp(join(tmpdir(), 'pglite-commands-'))
+  const path = join(folder, COMMAND_SOCKET)
+  if (!fitsSocketAddress(path)) {
+    await rm(folder, { recursive: true, force: true })
+    throw new Error(`no place for the command socket: both ${inside} and ${path} are too long for a Unix socket's address; set TMPDIR to a shorter folder, or PGLITE_DIR to a shorter path`)
+  }
+  // Written whole, then renamed: a command never reads half a path.
+  await writeFile(`${pointer}.tmp`, path, { mode: 0o600 })
+  await rename(`${pointer}.tmp`, pointer)
+  return {
+    path,
+    remove: async () => {
+      await rm(pointer, { force: true })
+      await rm(folder, { recursive: true, force: true })
+    }
+  }
+}
+
+/**
+ * The command socket of the server that owns the embedded database in `dir` (an absolute path), if it
+ * is there: only in a folder of this user's that nobody else may write, never at a place another user
+ * could have taken.
+ */
+export function findCommandSocket (dir: string): string | null {
+  let path = join(dir, COMMAND_SOCKET)
+  if (!fitsSocketAddress(path)) {
+    try {
+      path = readFileSync(join(dir, COMMAND_SOCKET_ELSEWHERE), 'utf8')
+    } catch {
+      return null
+    }
+  }
+  return isPrivateDir(dirname(path)) && existsSync(path) ? path : null
 }

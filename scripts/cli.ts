@@ -2,14 +2,13 @@ import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { resolve } from 'node:path'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { request } from 'node:http'
-import { existsSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { ConfigError, type Config } from '../lib/config.ts'
 import { EnvFileError, loadEnvFile } from '../lib/env-file.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
 import { EmbeddedDatabaseInUse, ownerState, readOwner } from '../db/embedded-lock.ts'
 import { LANE_POOL_MIN } from '../db/placemark-import.ts'
-import { commandSocketPath } from '../db/embedded.ts'
+import { findCommandSocket } from '../db/embedded.ts'
 
 // A user's mistake ends a CLI with one line on stderr and a non-zero exit, never a stack trace.
 export class CliError extends Error {
@@ -175,8 +174,7 @@ function serverCommandSocket (env: Record<string, string | undefined>, cwd: stri
   const absolute = resolve(cwd, dir)
   const owner = readOwner(absolute)
   if (!owner || owner.owner !== 'the server' || ownerState(owner) !== 'alive') return null
-  const socket = commandSocketPath(absolute)
-  return existsSync(socket) ? socket : null
+  return findCommandSocket(absolute)
 }
 
 /**

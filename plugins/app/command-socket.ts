@@ -1,10 +1,10 @@
 import fp from 'fastify-plugin'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { chmod, rm } from 'node:fs/promises'
+import { chmod } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { Type } from '../../lib/typebox.ts'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { commandSocketPath } from '../../db/embedded.ts'
+import { placeCommandSocket, type CommandSocketPlace } from '../../db/embedded.ts'
 import { runCommand, withDatabase, type Command } from '../../scripts/cli.ts'
 import { databaseCommands } from '../../scripts/commands.ts'
 
@@ -17,14 +17,14 @@ const CommandRequest = Type.Object({
 /**
  * The embedded database has one owner, the server; a command (npm run import, user:role, …) run beside
  * it is sent here and runs inside the server, on the server's own database, so that what it changes is
- * served at once. A Unix socket (see commandSocketPath) that only this user may open; its own small
+ * served at once. A Unix socket in a folder only this user may enter (see placeCommandSocket); its own small
  * Fastify instance, so that nothing of it is reachable over the network. Only for a server on an
  * embedded database in a directory.
  */
 export default fp(async function commandSocket (app: FastifyInstance) {
   const dir = app.config.PGLITE_DIR
   if (app.dbHandle.kind !== 'pglite' || app.config.DATABASE_URL || dir.startsWith('memory://') || !app.ownsEmbeddedDatabase) return
-  const path = commandSocketPath(resolve(dir))
+  let place: CommandSocketPlace | undefined
   const server = Fastify({ logger: false }).withTypeProvider<TypeBoxTypeProvider>()
   server.post('/commands/:name', { schema: { params: Type.Object({ name: Type.String({ maxLength: 64 }) }), body: CommandRequest } }, async (request, reply) => {
     const load = databaseCommands[request.params.name]
@@ -46,13 +46,13 @@ export default fp(async function commandSocket (app: FastifyInstance) {
     out.end()
   })
   app.addHook('onReady', async () => {
-    // A socket left by a server that was killed is in the way; this server owns the directory now.
-    await rm(path, { force: true })
-    await server.listen({ path })
-    await chmod(path, 0o600)
+    place = await placeCommandSocket(resolve(dir))
+    await server.listen({ path: place.path })
+    // Its folder already keeps others out; the socket's own mode says the same.
+    await chmod(place.path, 0o600)
   })
   app.addHook('onClose', async () => {
     await server.close()
-    await rm(path, { force: true })
+    await place?.remove()
   })
 }, { name: 'command-socket', dependencies: ['config', 'db'] })
