@@ -97,12 +97,13 @@ export const HistoryEvent = Type.Object({
 
 export const HistoryQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Events per page, 1..1000 (default 100)', examples: [20] }),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: '`nextCursor` of the previous page (opaque)', examples: ['aDo0Mg'] }))
+  // No example: only the server makes a cursor (sealed, bound to the query), so any written here would be refused.
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: '`nextCursor` of the previous page (opaque, sealed; good only for the same caller, filters and limit)' }))
 }, { additionalProperties: false })
 
 export const HistoryResponse = Type.Object({
   events: Type.Array(ref(HistoryEvent), { description: 'Newest first' }),
-  nextCursor: Nullable(Type.String({ description: 'The next page\'s cursor; null on the last page', examples: ['aDo0Mg'] }))
+  nextCursor: Nullable(Type.String({ description: 'The next page\'s cursor (opaque, sealed); null on the last page', examples: ['fkYDB_HbKPUr4WaKVSZC3DA9weWGXfzlAreqzwvDbiVMYLRkRyUYgbexsTE4RA'] }))
 }, { title: 'SecurityHistory' })
 
 export const AccountExport = Type.Object({
@@ -159,5 +160,6 @@ export const AdminAuditQuery = Type.Object({
   type: Type.Optional(oneOf(eventTypes, { description: 'Only events of this type', examples: ['role_changed'] })),
   since: Type.Optional(Type.String({ format: 'date-time', description: 'Only events at or after this instant', examples: ['2026-01-01T00:00:00Z'] })),
   limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Events per page, 1..1000 (default 100)', examples: [20] }),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: '`nextCursor` of the previous page (opaque)', examples: ['aDo0Mg'] }))
+  // No example: only the server makes a cursor (sealed, bound to the query), so any written here would be refused.
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: '`nextCursor` of the previous page (opaque, sealed; good only for the same caller, filters and limit)' }))
 }, { additionalProperties: false })

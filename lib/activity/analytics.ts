@@ -1,7 +1,7 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
 import { parseInstant } from './instant.ts'
 import { ACTIVITY_TYPES, type ActivityType } from './event.ts'
 import { isValidTimeZone } from '../timeline/timezone.ts'
+import { cursorCodec, type CursorCodec } from '../cursor.ts'
 
 export const DAY_MS = 86_400_000
 export const WEEK_MS = 7 * DAY_MS
@@ -167,31 +167,13 @@ function bigScore (parts: Record<keyof SuspicionFactors, [number, number, number
   return Number((2n * num + den) / (2n * den))
 }
 
-/** Opaque page cursors: the position and the parameters they belong to, signed so that only this service's work. */
-export interface CursorPosition { at: number; seq: string; until: number }
+/** A timeline page's place: the last event shown (its instant and seq) and the window's end the first page fixed. */
+export interface TimelinePosition { at: number; seq: string; until: number }
 
-export function cursorCodec (secret: string | Buffer) {
-  const key = createHmac('sha256', 'activity-cursor').update(secret).digest()
-  const mac = (payload: string) => createHmac('sha256', key).update(payload).digest().subarray(0, 16)
-  return {
-    encode (position: CursorPosition, params: string): string {
-      const payload = Buffer.from(JSON.stringify([position.at, position.seq, position.until, params])).toString('base64url')
-      return `${payload}.${mac(payload).toString('base64url')}`
-    },
-    /** The position, or null for a cursor this service did not issue or issued for other parameters. */
-    decode (cursor: string, params: string): CursorPosition | null {
-      const [payload, tag, extra] = cursor.split('.')
-      if (payload === undefined || tag === undefined || extra !== undefined) return null
-      const given = Buffer.from(tag, 'base64url')
-      const expected = mac(payload)
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null
-      try {
-        const [at, seq, until, p] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [number, string, number, string]
-        if (p !== params || typeof at !== 'number' || typeof seq !== 'string' || typeof until !== 'number') return null
-        return { at, seq, until }
-      } catch {
-        return null
-      }
-    }
-  }
+const isTimelinePosition = (v: unknown): v is TimelinePosition => {
+  const p = v as TimelinePosition
+  return typeof p === 'object' && p !== null && typeof p.at === 'number' && typeof p.seq === 'string' && typeof p.until === 'number'
 }
+
+/** The member timeline's cursors, sealed and bound to every other parameter of the query (lib/cursor.ts). */
+export const timelineCursors = (secret: string | undefined): CursorCodec<TimelinePosition> => cursorCodec('member-activity', secret, isTimelinePosition)

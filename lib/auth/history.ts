@@ -1,17 +1,14 @@
-/** The security history's pages: an opaque cursor naming the last row id seen, and events as answered. */
+/** The security history's pages: a sealed cursor naming the last row seen, and events as answered. */
+import { cursorCodec, type CursorCodec } from '../cursor.ts'
 
-const PREFIX = 'h:'
+const isRowId = (value: unknown): value is string => typeof value === 'string' && /^[1-9]\d{0,18}$/.test(value)
 
-export function encodeCursor (id: string): string {
-  return Buffer.from(`${PREFIX}${id}`).toString('base64url')
-}
-
-/** The row id a cursor names, or null for a cursor this server did not make. */
-export function decodeCursor (cursor: string): string | null {
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return null
-  const text = Buffer.from(cursor, 'base64url').toString('utf8')
-  return new RegExp(`^${PREFIX}[1-9]\\d{0,18}$`).test(text) ? text.slice(PREFIX.length) : null
-}
+/**
+ * The cursors of one history listing ('history': a user's own; 'audit': the admin trail): the last row id
+ * seen, sealed (lib/cursor.ts), so a client can neither read the id nor write a cursor of its own.
+ */
+export const historyCursors = (listing: 'history' | 'audit', secret: string | undefined): CursorCodec<string> =>
+  cursorCodec(`security-${listing}`, secret, isRowId)
 
 export interface StoredEvent { id: string; at: Date; type: string; user_id: string | null; actor_id: string | null; data: Record<string, unknown> }
 
@@ -25,9 +22,12 @@ export function eventBody (row: StoredEvent, admin = false): Record<string, unkn
   return body
 }
 
-/** A page of `limit` events read as limit + 1 rows: the events and the cursor of the next page. */
-export function page (rows: StoredEvent[], limit: number, admin = false): { events: Record<string, unknown>[]; nextCursor: string | null } {
+/**
+ * A page of `limit` events read as limit + 1 rows: the events and the cursor of the next page, sealed for
+ * the scope of the query that read them.
+ */
+export function page (rows: StoredEvent[], limit: number, next: { cursors: CursorCodec<string>; scope: string }, admin = false): { events: Record<string, unknown>[]; nextCursor: string | null } {
   const more = rows.length > limit
   const shown = more ? rows.slice(0, limit) : rows
-  return { events: shown.map((r) => eventBody(r, admin)), nextCursor: more ? encodeCursor(shown[shown.length - 1]!.id) : null }
+  return { events: shown.map((r) => eventBody(r, admin)), nextCursor: more ? next.cursors.encode(String(shown[shown.length - 1]!.id), next.scope) : null }
 }

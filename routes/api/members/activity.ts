@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '../../../lib/typebox.ts'
-import { randomBytes } from 'node:crypto'
 import { answer, Nullable } from '../../../schemas/common.ts'
 import { analyticsErrors, echo, windowParams, rules, GUILD_EXAMPLE } from '../../../schemas/analytics.ts'
 import { HttpError } from '../../../lib/errors.ts'
-import { cursorCodec, parseTypes, resolveWindow } from '../../../lib/activity/analytics.ts'
+import { parseTypes, resolveWindow, timelineCursors, type TimelinePosition } from '../../../lib/activity/analytics.ts'
 import { ACTIVITY_TYPES, CLIENT_KINDS } from '../../../lib/activity/event.ts'
 import { memberEvents } from '../../../db/analytics.ts'
 
@@ -42,8 +41,8 @@ const MemberActivityResponse = Type.Object({
 })
 
 const route: FastifyPluginAsyncTypebox = async (app) => {
-  // Cursors are signed: with JWT_SECRET every instance reads the others'; without it, this process's own.
-  const codec = cursorCodec(app.config.JWT_SECRET ?? randomBytes(32))
+  // Cursors are sealed: with JWT_SECRET every instance reads the others'; without it, this process's own.
+  const codec = timelineCursors(app.config.JWT_SECRET)
   app.get('/:userId/activity', {
     schema: {
       tags: ['Analytics'],
@@ -52,7 +51,7 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
       description: [
         'The member\'s events in the window, newest first (events of the same instant: the one stored last first), each with',
         'its type\'s fields (and `id` when the sender gave one). `types` filters by a comma list of types. A page holds `limit`',
-        'events; `nextCursor` (opaque, signed) gives the next page and is null on the page that holds the last event.',
+        'events; `nextCursor` (opaque, sealed) gives the next page and is null on the page that holds the last event.',
         'A cursor must come back with the same parameters (`limit` included): another guild, member, window, types or limit,',
         'or a cursor this service did not issue, is 400. Without `until`, the first page fixes `until` to its now and the',
         'following pages keep it, so events arriving meanwhile do not shift the pages.',
@@ -66,7 +65,7 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
       querystring: Type.Object({
         ...windowParams,
         types: Type.Optional(Type.String({ maxLength: 200, description: `Comma list of types to keep (${ACTIVITY_TYPES.join(', ')})`, examples: ['message,reaction'] })),
-        // No example: a cursor is the server's own (signed, bound to the query), so any written here would be refused.
+        // No example: a cursor is the server's own (sealed, bound to the query), so any written here would be refused.
         cursor: Type.Optional(Type.String({ maxLength: 500, description: 'The `nextCursor` of the previous page (leave empty for the first page)' }))
       }),
       response: {
@@ -84,7 +83,7 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
     if (typeof checked === 'string') throw new HttpError(400, checked)
     // Everything but the cursor, normalised: a cursor works only with the query that issued it.
     const params = JSON.stringify([guildId, userId, checked.since, until === undefined ? null : checked.until, types, limit])
-    let position = null
+    let position: TimelinePosition | null = null
     if (cursor !== undefined) {
       position = codec.decode(cursor, params)
       if (position === null) throw new HttpError(400, 'querystring/cursor is not a cursor of this query')
