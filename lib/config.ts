@@ -48,11 +48,15 @@ export const ConfigSchema = Type.Object({
   // Open connections one client address may hold at once (0: no cap); raise it behind a proxy that
   // opens many connections (TRUST_PROXY does not change which address a socket has).
   MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ minimum: 0, default: 256 }),
+  // Guild event streams (GET /api/guilds/:guildId/events) one user may hold open on an instance; the next is 429.
+  STREAM_MAX_PER_USER: Type.Integer({ minimum: 1, maximum: 1000, default: 5 }),
   // On shutdown, requests still arriving or running this long after it began are cut off.
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 5000 }),
   // A Redis command without an answer for this long fails (the shared state is then skipped).
   REDIS_COMMAND_TIMEOUT_MS: Type.Integer({ minimum: 50, default: 1000 }),
-  SEED_SAMPLE_DATA: Type.Boolean({ default: true }),
+  // Seed an embedded database that lacks them with the sample placemarks and demo guild activity. Unset:
+  // outside production only, so production never serves demo data it was not asked for.
+  SEED_SAMPLE_DATA: Type.Optional(Type.Boolean()),
   CORS_ORIGINS: Type.Optional(Type.String()),
   TRUST_PROXY: Type.Optional(Type.String()),
   REDIS_URL: Type.Optional(Type.String({ minLength: 1 })),
@@ -62,11 +66,17 @@ export const ConfigSchema = Type.Object({
   // POST /api/activity: requests per API key per RATE_LIMIT_WINDOW (its own budget, not the per-IP one), and
   // the failed keys one client may send per window before it is refused without a lookup.
   API_KEY_RATE_LIMIT_MAX: Type.Integer({ minimum: 1, default: 1200 }),
+  // Ingestion (API and CLI) refuses events dated more than this after now (a sender's clock may run a little ahead)...
+  ACTIVITY_MAX_FUTURE: Type.String({ minLength: 1, default: '5m' }),
+  // ...or dated before this (UTC): the provider's id epoch (Discord ids count from 2015-01-01), older than any guild.
+  ACTIVITY_MIN_DATE: Type.String({ minLength: 1, default: '2015-01-01' }),
   BBOX_INDEX_MB: Type.Integer({ minimum: 0, default: 512 }),
   // On PostgreSQL, a dataset of at least this many placemarks has its box index loaded in a worker thread.
   BBOX_INDEX_WORKER_MIN: Type.Integer({ minimum: 0, default: 50_000 }),
   // Vector tiles cluster points at zooms strictly below this one (23: at every zoom, 0: never).
   TILE_CLUSTER_MAX_ZOOM: Type.Integer({ minimum: 0, maximum: 23, default: 14 }),
+  // Tile requests one client (an address, an IPv6 /64) has under way at once; its next ones wait their turn.
+  TILE_CONCURRENCY_PER_CLIENT: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
   PUBLIC_URL: Type.Optional(Type.String({ minLength: 1 })),
   IDP_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
   IDP_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
@@ -123,9 +133,10 @@ export const ConfigSchema = Type.Object({
 
 export type RawConfig = Static<typeof ConfigSchema>
 
-export interface Config extends Omit<RawConfig, 'HOST' | 'PUBLIC_URL'> {
+export interface Config extends Omit<RawConfig, 'HOST' | 'PUBLIC_URL' | 'SEED_SAMPLE_DATA'> {
   HOST: string
   PUBLIC_URL: string
+  SEED_SAMPLE_DATA: boolean
   isProduction: boolean
   // True when no external identity provider is configured outside production: /dev/idp stands in.
   devIdp: boolean
@@ -162,6 +173,76 @@ function checkSecrets (raw: RawConfig, isProduction: boolean, problems: string[]
   }
 }
 
+// Connection URLs may carry a password: an error shows them with it masked.
+const CONNECTION_SETTINGS = new Set(['DATABASE_URL', 'DATABASE_LISTEN_URL', 'REDIS_URL'])
+
+/** The value with the password of its user information and of a `password=` parameter masked. */
+function maskPassword (value: string): string {
+  const start = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0].length ?? 0
+  const at = value.lastIndexOf('@')
+  const colon = value.indexOf(':', start)
+  const masked = at > start && colon >= 0 && colon < at ? `${value.slice(0, colon)}:***${value.slice(at)}` : value
+  return masked.replace(/([?&]password=)[^&#]*/gi, '$1***')
+}
+
+/** The problem of a setting's value, named and shown (a connection URL's password masked). */
+// Secrets: an error names the setting and its problem, never its value.
+const SECRET_SETTINGS = new Set(['IDP_CLIENT_SECRET', 'JWT_SECRET', 'JWT_REFRESH_SECRET', 'JWT_PRIVATE_KEYS', 'METRICS_TOKEN'])
+
+function invalidSetting (name: string, problem: string, value: string | undefined): string {
+  if (value !== undefined && SECRET_SETTINGS.has(name)) return `invalid configuration: ${name} ${problem} (its value is a secret and not shown)`
+  const shown = value !== undefined && CONNECTION_SETTINGS.has(name) ? maskPassword(value) : value
+  return `invalid configuration: ${name} ${problem} (got ${JSON.stringify(shown ?? null)})`
+}
+
+const httpUrl = (value: string) => /^https?:\/\//i.test(value) && URL.canParse(value)
+// As pg reads them: a URL (whose host may be empty, the socket then named by ?host=), or a socket directory.
+const postgresUrl = (value: string) => value.startsWith('/') || /^socket:/i.test(value) ||
+  (/^postgres(ql)?:\/\//i.test(value) && URL.canParse(value.replace('@/', '@localhost/')))
+// As ioredis reads them: a URL, or a Unix socket's path.
+const redisUrl = (value: string) => /^\/(?!\/)/.test(value) || (/^rediss?:\/\//i.test(value) && URL.canParse(value))
+
+// Tiles on this server's own origin are a path; on another origin an http(s) template ({s}, {z}, {x}, {y}).
+const tileUrl = (value: string) => httpUrl(value) || /^\/(?!\/)/.test(value)
+
+// An Origin header is compared with each listed origin as it is: anything more than scheme://host[:port] never matches.
+function corsOriginsProblem (setting: string): string | null {
+  for (const origin of setting.split(',').map((o) => o.trim()).filter(Boolean)) {
+    const actual = URL.canParse(origin) ? new URL(origin).origin : 'null'
+    if (actual === origin) continue
+    const hint = actual === 'null' ? '' : `, its origin is ${JSON.stringify(actual)}`
+    return `expected comma-separated origins (scheme://host[:port], nothing after): ${JSON.stringify(origin)} is not one${hint}`
+  }
+  return null
+}
+
+const expecting = (accepts: (value: string) => boolean, expected: string) => (value: string) => (accepts(value) ? null : expected)
+
+// The problem of each URL setting's value, or null. A value no client could use stops the start here,
+// not at the first request that needs it (a sign-in, a connection).
+const URL_SETTINGS: Partial<Record<keyof RawConfig, (value: string) => string | null>> = {
+  DATABASE_URL: expecting(postgresUrl, 'expected a postgres:// or postgresql:// connection URL'),
+  DATABASE_LISTEN_URL: expecting(postgresUrl, 'expected a postgres:// or postgresql:// connection URL'),
+  REDIS_URL: expecting(redisUrl, 'expected a redis:// or rediss:// URL'),
+  CORS_ORIGINS: corsOriginsProblem,
+  PUBLIC_URL: expecting(httpUrl, 'expected an absolute http(s) URL'),
+  IDP_REDIRECT_URI: expecting(httpUrl, 'expected an absolute http(s) URL'),
+  IDP_AUTHORIZE_URL: expecting(httpUrl, 'expected an absolute http(s) URL'),
+  IDP_TOKEN_URL: expecting(httpUrl, 'expected an absolute http(s) URL'),
+  IDP_USER_URL: expecting(httpUrl, 'expected an absolute http(s) URL'),
+  IDP_GUILDS_URL: expecting(httpUrl, 'expected an absolute http(s) URL'),
+  MAP_TILE_URL: expecting(tileUrl, 'expected an absolute http(s) URL template, or a path from / on this server')
+}
+
+// In the schema's order, as the other problems are listed.
+function checkUrls (raw: RawConfig, problems: string[]): void {
+  for (const name of Object.keys(ConfigSchema.properties) as Array<keyof RawConfig>) {
+    const value = raw[name]
+    const problem = typeof value === 'string' ? URL_SETTINGS[name]?.(value) : null
+    if (problem) problems.push(invalidSetting(name, problem, value as string))
+  }
+}
+
 /** One problem as it is; several as one message listing them all, so that a start shows everything to fix at once. */
 function configError (problems: string[]): ConfigError {
   if (problems.length === 1) return new ConfigError(problems[0]!)
@@ -181,7 +262,7 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
     const name = error.path.replace(/^\//, '').split('/')[0]!
     if (named.has(name)) continue
     named.add(name)
-    problems.push(`invalid configuration: ${name} ${error.message.toLowerCase()} (got ${JSON.stringify(env[name] ?? null)})`)
+    problems.push(invalidSetting(name, error.message.toLowerCase(), env[name]))
   }
   if (problems.length) throw configError(problems)
   const raw = converted as RawConfig
@@ -190,6 +271,8 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
   const HOST = raw.HOST ?? (isProduction ? '0.0.0.0' : '127.0.0.1')
   const PUBLIC_URL = (raw.PUBLIC_URL ?? `http://localhost:${raw.PORT}`).replace(/\/$/, '')
   const devIdp = !raw.IDP_CLIENT_ID && !isProduction
+  const SEED_SAMPLE_DATA = raw.SEED_SAMPLE_DATA ?? !isProduction
+  checkUrls(raw, problems)
   if (isProduction) {
     for (const name of ['IDP_CLIENT_ID', 'IDP_CLIENT_SECRET', 'IDP_REDIRECT_URI', 'IDP_AUTHORIZE_URL', 'IDP_TOKEN_URL', 'IDP_USER_URL', 'IDP_GUILDS_URL'] as const) {
       if (!raw[name]) problems.push(`${name} is required in production (the development identity provider is refused there)`)
@@ -199,5 +282,5 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
   }
   checkSecrets(raw, isProduction, problems)
   if (problems.length) throw configError(problems)
-  return { ...raw, HOST, PUBLIC_URL, isProduction, devIdp, ...overrides }
+  return { ...raw, HOST, PUBLIC_URL, SEED_SAMPLE_DATA, isProduction, devIdp, ...overrides }
 }

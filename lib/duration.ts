@@ -17,3 +17,12 @@ export function requiredDurationMs (name: string, value: string): number {
   if (ms === null) throw new Error(`invalid configuration: ${name} is not a duration (got ${JSON.stringify(value)}; use forms like 15m, 7d, 1 minute, 60000)`)
   return ms
 }
+
+const UNITS: [number, string][] = [[86_400_000, 'day'], [3_600_000, 'hour'], [60_000, 'minute'], [1000, 'second'], [1, 'millisecond']]
+
+/** A duration in words, exactly: in the largest unit that divides it ("5 minutes", "90 seconds"). */
+export function describeDuration (ms: number): string {
+  const [size, unit] = UNITS.find(([size]) => ms % size === 0)!
+  const n = ms / size
+  return `${n} ${unit}${n === 1 ? '' : 's'}`
+}

@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises'
 import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } from './cli.ts'
 import { loadConfig } from '../lib/config.ts'
 import { resolve } from 'node:path'
-import { describeTypes, type ActivityEvent } from '../lib/activity/event.ts'
+import { createdAtRule, describeTypes, type ActivityEvent } from '../lib/activity/event.ts'
 import { readActivityLines } from '../lib/activity/ndjson.ts'
 import { loadActivity, LoadAborted } from '../db/activity-load.ts'
 
@@ -23,6 +23,8 @@ with, per type:
   role_change                       roleId, change (added|removed)
   join, leave                       (channelId optional, as for presence and role_change)
 An event whose (guildId, id) is already stored, or came earlier in the file, is a duplicate: counted and skipped.
+An event dated more than ACTIVITY_MAX_FUTURE (default 5m) after the start of the import, or before
+ACTIVITY_MIN_DATE (default 2015-01-01), is invalid.
 By default one invalid line refuses the whole file and nothing is loaded; the invalid lines are listed.
 
 options:
@@ -35,6 +37,9 @@ ${DATABASE_SETTINGS}`
   const info = await stat(file).catch(() => null)
   if (!info?.isFile()) throw new CliError(`file not found: ${file}`)
   const skipInvalid = values['skip-invalid']
+  const config = loadConfig(io.env)
+  // One range for the whole file: an import that runs for hours does not widen it.
+  const createdAt = createdAtRule(config)(Date.now())
 
   const invalid: string[] = []
   let invalidCount = 0
@@ -49,7 +54,7 @@ ${DATABASE_SETTINGS}`
   // the load (rolled back at the end), but reading goes on so that every invalid line is reported.
   async function * events (): AsyncGenerator<ActivityEvent> {
     let doomed = false
-    for await (const line of readActivityLines(createReadStream(file))) {
+    for await (const line of readActivityLines(createReadStream(file), { createdAt })) {
       lines = line.lineNumber
       if (line.error !== undefined) {
         invalidCount++
@@ -70,7 +75,7 @@ ${DATABASE_SETTINGS}`
     if (invalidCount > invalid.length) io.stderr.write(`… and ${invalidCount - invalid.length} more invalid lines\n`)
   }
 
-  const handle = await openMigratedDatabase(loadConfig(io.env))
+  const handle = await openMigratedDatabase(config)
   try {
     const summary = await loadActivity(handle, events())
     if (invalidCount) reportInvalid('skipped')

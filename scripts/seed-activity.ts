@@ -1,6 +1,6 @@
 import { CliError, defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } from './cli.ts'
 import { loadConfig } from '../lib/config.ts'
-import { describeTypes } from '../lib/activity/event.ts'
+import { createdAtRule, describeTypes } from '../lib/activity/event.ts'
 import { loadActivity } from '../db/activity-load.ts'
 import { activityEventCount } from '../db/activity.ts'
 import { SYNTHETIC_DAYS, SYNTHETIC_END, syntheticActivity } from '../lib/activity/synthetic.ts'
@@ -55,7 +55,14 @@ ${DATABASE_SETTINGS}`
   // Reproducible by default: events end at a fixed instant; --now ends them at today's midnight (UTC).
   const end = values.now ? new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000) : SYNTHETIC_END
 
-  const handle = await openMigratedDatabase(loadConfig(io.env))
+  const config = loadConfig(io.env)
+  // The seed's events must be dates that ingestion would accept.
+  const first = new Date(end.getTime() - SYNTHETIC_DAYS * 86_400_000)
+  const accepted = createdAtRule(config)(Date.now())
+  if (first.getTime() < accepted.notBefore || end.getTime() > accepted.notAfter) {
+    throw new CliError(`the seed's events (${first.toISOString()} to ${end.toISOString()}) fall outside the accepted dates (from ACTIVITY_MIN_DATE, ${new Date(accepted.notBefore).toISOString()}, to ACTIVITY_MAX_FUTURE after now); nothing was seeded`)
+  }
+  const handle = await openMigratedDatabase(config)
   try {
     // A second run must not quietly double the data.
     if (!values.replace && !values.append) {

@@ -19,3 +19,10 @@ export async function seedSampleIfEmpty (handle: DatabaseHandle): Promise<Import
   if (rows[0].n > 0) return null
   return seedSample(handle)
 }
+
+/** Whether the database holds a placemark dataset and any guild activity (a start names what is missing). */
+export async function datasetAndActivityPresent (handle: DatabaseHandle): Promise<{ dataset: boolean; activity: boolean }> {
+  const { rows } = await sql<{ dataset: boolean; activity: boolean }>`
+    SELECT EXISTS (SELECT 1 FROM dataset) AS dataset, EXISTS (SELECT 1 FROM activity_users) AS activity`.execute(handle.db)
+  return rows[0]
+}

@@ -1,5 +1,6 @@
 import { parseInstant } from './instant.ts'
 import { isCanonical } from './rollup.ts'
+import { describeDuration, requiredDurationMs } from '../duration.ts'
 
 export const ACTIVITY_TYPES = ['message', 'typing', 'message_delete', 'reaction', 'presence', 'role_change', 'join', 'leave'] as const
 export type ActivityType = typeof ACTIVITY_TYPES[number]
@@ -51,12 +52,36 @@ export const checkText = (value: unknown, name: string, max: number): string | n
 
 const quoted = (values: readonly string[]) => values.map((v) => `"${v}"`).join(', ')
 
+/** The instants an ingested event's createdAt may take, both included; skew says how far past now notAfter is. */
+export interface CreatedAtRange { notBefore: number; notAfter: number; skew: string }
+
+export interface CreatedAtSettings { ACTIVITY_MAX_FUTURE: string; ACTIVITY_MIN_DATE: string }
+
+/**
+ * ACTIVITY_MIN_DATE and ACTIVITY_MAX_FUTURE, read once (a bad value throws, naming the setting): the range
+ * of createdAt accepted at a given moment. An event dated later than the skew past now would stay the
+ * member's latest (its username answered everywhere, its counts in every window ending now) until real
+ * time caught up with it; one before the floor is a wrong clock, not history.
+ */
+export function createdAtRule (settings: CreatedAtSettings, started = Date.now()): (now: number) => CreatedAtRange {
+  const maxFutureMs = requiredDurationMs('ACTIVITY_MAX_FUTURE', settings.ACTIVITY_MAX_FUTURE)
+  const notBefore = parseInstant(settings.ACTIVITY_MIN_DATE.trim(), { requireZone: false, allowDateOnly: true })
+  if (notBefore === null) {
+    throw new Error(`invalid configuration: ACTIVITY_MIN_DATE is not a date (got ${JSON.stringify(settings.ACTIVITY_MIN_DATE)}; use an ISO 8601 date or date-time such as 2015-01-01)`)
+  }
+  if (notBefore > started + maxFutureMs) {
+    throw new Error(`invalid configuration: ACTIVITY_MIN_DATE is in the future (${new Date(notBefore).toISOString()}): every event would be refused`)
+  }
+  const skew = describeDuration(maxFutureMs)
+  return (now) => ({ notBefore, notAfter: now + maxFutureMs, skew })
+}
+
 /**
  * Validates one event (a parsed NDJSON line or an element of a POST body): the event, normalised
  * (createdAt as a UTC ISO instant, only its type's fields, clients defaulting to []), or the reason it
- * is refused. Unknown properties are ignored, as are fields of other types.
+ * is refused. createdAt must fall in the range. Unknown properties are ignored, as are fields of other types.
  */
-export function validateActivityEvent (value: unknown): ActivityEvent | string {
+export function validateActivityEvent (value: unknown, range: CreatedAtRange): ActivityEvent | string {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'not a JSON object'
   const o = value as Record<string, unknown>
   if (typeof o.type !== 'string' || !(ACTIVITY_TYPES as readonly string[]).includes(o.type)) return `type must be one of ${quoted(ACTIVITY_TYPES)}`
@@ -77,6 +102,8 @@ export function validateActivityEvent (value: unknown): ActivityEvent | string {
   if (problem) return problem
   const at = typeof o.createdAt === 'string' ? parseInstant(o.createdAt, { requireZone: true, allowDateOnly: false }) : null
   if (at === null) return 'createdAt must be an ISO 8601 date-time with a time zone (e.g. 2025-05-01T12:00:00Z)'
+  if (at > range.notAfter) return `createdAt must not be more than ${range.skew} in the future (later than ${new Date(range.notAfter).toISOString()})`
+  if (at < range.notBefore) return `createdAt must not be before ${new Date(range.notBefore).toISOString()}`
   const event: ActivityEvent = {
     type,
     guildId: o.guildId as string,

@@ -1,11 +1,13 @@
 import type { Readable } from 'node:stream'
-import { validateActivityEvent, type ActivityEvent } from './event.ts'
+import { validateActivityEvent, type ActivityEvent, type CreatedAtRange } from './event.ts'
 
 export { MAX_ID_LENGTH, MAX_USERNAME_LENGTH } from './event.ts'
 // The longest line read, in bytes without its line break; a longer one is an invalid line.
 export const MAX_LINE_BYTES = 1024 * 1024
 
 export interface ReadLinesOptions {
+  // The dates accepted, fixed for the whole read.
+  createdAt: CreatedAtRange
   maxLineBytes?: number
 }
 
@@ -17,14 +19,14 @@ export type LineResult =
  * Validates one NDJSON line: the event (createdAt normalised to UTC, fields of other types and unknown
  * fields ignored) or the reason it is refused.
  */
-export function parseActivityLine (line: string): ActivityEvent | string {
+export function parseActivityLine (line: string, createdAt: CreatedAtRange): ActivityEvent | string {
   let value: unknown
   try {
     value = JSON.parse(line)
   } catch {
     return 'not valid JSON'
   }
-  return validateActivityEvent(value)
+  return validateActivityEvent(value, createdAt)
 }
 
 const LF = 0x0a
@@ -38,7 +40,7 @@ const describeBytes = (n: number) => (n % (1024 * 1024) === 0 ? `${n} bytes (${n
  * reported as invalid as soon as it passes the limit, and the rest of it is skipped without being
  * kept, so memory stays within about one line of the limit whatever the input.
  */
-export async function * readActivityLines (input: Readable | AsyncIterable<Buffer | string>, options: ReadLinesOptions = {}): AsyncGenerator<LineResult> {
+export async function * readActivityLines (input: Readable | AsyncIterable<Buffer | string>, options: ReadLinesOptions): AsyncGenerator<LineResult> {
   const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES
   const tooLong = `line is longer than ${describeBytes(maxLineBytes)}`
   let lineNumber = 0
@@ -62,7 +64,7 @@ export async function * readActivityLines (input: Readable | AsyncIterable<Buffe
     // A UTF-8 byte order mark is not part of the first object.
     const line = lineNumber === 1 && text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
     if (line.trim() === '') return null
-    const result = parseActivityLine(line)
+    const result = parseActivityLine(line, options.createdAt)
     return typeof result === 'string' ? { lineNumber, error: result } : { lineNumber, event: result }
   }
 

@@ -11,9 +11,10 @@ declare module 'fastify' {
   }
 }
 
-// Each fallback read overlaps the previous one by this much of the database's time, so that a change
-// committed while a read ran is not missed.
+// Each fallback read starts this much of the database's time before the settled read it starts from.
 const OVERLAP_MS = 2000
+// However long a transaction runs, a read looks back at most this far: what each poll reads again is bounded.
+const MAX_LOOKBACK_MS = 5 * 60_000
 
 /**
  * The change bus, one per instance: one listening connection on the `changes` channel, whose
@@ -33,12 +34,20 @@ export default fp(async function changeBus (app: FastifyInstance) {
     }
   }
   let since = new Date((await databaseNow(app.db)).getTime() - OVERLAP_MS)
+  // Read from the last settled read (every transaction running at it has ended), not the last read: a
+  // change logged by a transaction that commits long after (a slow one, an operator's) is still read.
+  let unsettled: { now: Date; next: bigint } | null = null
   let reading: Promise<void> | null = null
   const readLog = () => (reading ??= (async () => {
     try {
       const read = await changesSince(app.db, since)
       for (const change of read.changes) deliver(change)
-      since = new Date(read.now.getTime() - OVERLAP_MS)
+      if (unsettled !== null && unsettled.next <= read.oldest) {
+        since = new Date(unsettled.now.getTime() - OVERLAP_MS)
+        unsettled = null
+      }
+      unsettled ??= { now: read.now, next: read.next }
+      since = new Date(Math.max(since.getTime(), read.now.getTime() - MAX_LOOKBACK_MS))
     } catch (err) {
       app.log.debug({ err }, 'reading the change log failed; retried at the next poll')
     } finally {

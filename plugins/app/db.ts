@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../db/index.ts'
 import { EmbeddedDatabaseInUse } from '../../db/embedded-lock.ts'
 import type { Database } from '../../db/types.ts'
-import { seedSampleIfEmpty } from '../../db/sample/seed.ts'
+import { datasetAndActivityPresent, seedSampleIfEmpty } from '../../db/sample/seed.ts'
 import { seedDemoActivityIfEmpty } from '../../db/sample/activity.ts'
 
 declare module 'fastify' {
@@ -41,6 +41,30 @@ async function beforePluginTimeout<T> (app: FastifyInstance, work: Promise<T>, c
   }
 }
 
+interface StartingData {
+  seeded: { placemarks?: number; events?: number }
+  present: { dataset: boolean; activity: boolean }
+  // The embedded database, with SEED_SAMPLE_DATA off.
+  unseeded: boolean
+}
+
+/** The start-up log's one line about the data: what was seeded, or what is missing and how to load it. */
+function startingDataLine ({ seeded, present, unseeded }: StartingData): string | null {
+  const samples = [
+    seeded.placemarks !== undefined && `the sample dataset (${seeded.placemarks} placemarks)`,
+    seeded.events !== undefined && `demo guild activity (${seeded.events} events)`
+  ].filter(Boolean)
+  if (samples.length) return `seeded the embedded database with ${samples.join(' and ')}`
+  if (present.dataset && present.activity) return null
+  const missing = [!present.dataset && 'no dataset', !present.activity && 'no activity'].filter(Boolean)
+  const loads = [
+    !present.dataset && 'placemarks with `npm run import -- <file.kml|file.kmz>`',
+    !present.activity && 'activity with `npm run import:activity -- <file.ndjson>` or `npm run seed:activity`'
+  ].filter(Boolean)
+  const why = unseeded ? ', and nothing seeded (SEED_SAMPLE_DATA=true seeds the sample data)' : ''
+  return `${missing.join(' and ')} yet${why}: load ${loads.join(' and ')}`
+}
+
 export default fp(async function db (app: FastifyInstance, opts: DbPluginOptions) {
   const { config } = app
   const embedded = opts.handle ? opts.handle.kind === 'pglite' : !config.DATABASE_URL
@@ -69,13 +93,16 @@ export default fp(async function db (app: FastifyInstance, opts: DbPluginOptions
     step = 'migrating'
     const applied = await migrateToLatest(handle.db).catch(stepFailed)
     if (applied.length) app.log.info({ migrations: applied }, 'database migrated')
+    const seeded: StartingData['seeded'] = {}
     if (config.SEED_SAMPLE_DATA && handle.kind === 'pglite') {
       step = 'seeding'
-      const summary = await seedSampleIfEmpty(handle).catch(stepFailed)
-      if (summary) app.log.info({ placemarks: summary.placemarks }, 'embedded database seeded with the sample dataset')
-      const activity = await seedDemoActivityIfEmpty(handle).catch(stepFailed)
-      if (activity) app.log.info({ events: activity.events }, 'embedded database seeded with demo guild activity')
+      seeded.placemarks = (await seedSampleIfEmpty(handle).catch(stepFailed))?.placemarks
+      seeded.events = (await seedDemoActivityIfEmpty(handle).catch(stepFailed))?.events
     }
+    step = 'reading'
+    const present = await datasetAndActivityPresent(handle).catch(stepFailed)
+    const line = startingDataLine({ seeded, present, unseeded: handle.kind === 'pglite' && !config.SEED_SAMPLE_DATA })
+    if (line) app.log.info(seeded, line)
     return handle
   }
   const seconds = (app.initialConfig.pluginTimeout ?? 0) / 1000

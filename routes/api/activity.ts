@@ -6,7 +6,7 @@ import { answer, errors, fail } from '../../schemas/common.ts'
 import { HttpError } from '../../lib/errors.ts'
 import { requiredDurationMs } from '../../lib/duration.ts'
 import { clientKey } from '../../lib/address-group.ts'
-import { validateActivityEvent, type ActivityEvent } from '../../lib/activity/event.ts'
+import { createdAtRule, validateActivityEvent, type ActivityEvent } from '../../lib/activity/event.ts'
 import { hashApiKey, looksLikeApiKey } from '../../lib/auth/api-keys.ts'
 import { useApiKey } from '../../db/api-keys.ts'
 import { loadBatch } from '../../db/activity-load.ts'
@@ -24,7 +24,8 @@ declare module 'fastify' {
 const EventIn = Type.Unknown({
   description: [
     'An activity event: `{id?, type, guildId, userId, username, createdAt, channelId?, ...}`, ids at most 64 characters,',
-    '`createdAt` ISO 8601 with a zone. Per type: `message`, `typing`, `message_delete`: `channelId`; `reaction`: `channelId`,',
+    '`createdAt` ISO 8601 with a zone, from `ACTIVITY_MIN_DATE` (default 2015-01-01) to at most `ACTIVITY_MAX_FUTURE` (default 5',
+    'minutes) after the server\'s time. Per type: `message`, `typing`, `message_delete`: `channelId`; `reaction`: `channelId`,',
     'optional `latencyMs` (integer >= 0); `presence`: `status` (online, idle, dnd, offline), optional `clients` (distinct of',
     'desktop, web, mobile; default []); `role_change`: `roleId`, `change` (added, removed); `join`, `leave`: nothing more.',
     'Each event is validated here, not by the schema, so that every invalid one is named by its index.'
@@ -65,7 +66,7 @@ const badRequest = {
     'application/json': {
       schema: InvalidEvents,
       examples: {
-        [invalidMessage]: { value: { error: 'Bad Request', message: invalidMessage, errors: [{ index: 0, message: 'channelId is required for type "message"' }, { index: 4, message: 'clients must not repeat a value' }] } },
+        [invalidMessage]: { value: { error: 'Bad Request', message: invalidMessage, errors: [{ index: 0, message: 'channelId is required for type "message"' }, { index: 4, message: 'createdAt must not be more than 5 minutes in the future (later than 2026-01-01T18:05:00.000Z)' }] } },
         'body/events must NOT have more than 1000 items': { value: { error: 'Bad Request', message: 'body/events must NOT have more than 1000 items' } }
       }
     }
@@ -74,6 +75,7 @@ const badRequest = {
 
 const route: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app
+  const createdAtRange = createdAtRule(config)
   app.decorateRequest('apiKey', null)
   const keyOf = (request: FastifyRequest) => {
     const header = request.headers['x-api-key']
@@ -130,6 +132,9 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
       description: [
         'Stores 1 to 1000 activity events, all or nothing: any invalid event answers 400 with every invalid event named by its',
         'index in `errors`, and nothing is stored; an event of a guild the key is not for answers 403, and nothing is stored.',
+        'An event dated more than `ACTIVITY_MAX_FUTURE` (default 5 minutes) after the server\'s time, or before `ACTIVITY_MIN_DATE`',
+        '(default 2015-01-01), is invalid: a future date would make it the member\'s latest event (its username answered',
+        'everywhere, its counts in every window ending now) until the clock caught up.',
         'An event whose `(guildId, id)` is already stored, or that repeats an `id` earlier in the batch, is a duplicate: counted',
         'in `duplicates` and skipped, so a batch may be re-sent safely. Events without `id` are always stored. The analytics',
         'routes answer with the new events at once.',
@@ -157,8 +162,9 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
     const key = request.apiKey!
     const problems: { index: number; message: string }[] = []
     const events: ActivityEvent[] = []
+    const range = createdAtRange(Date.now())
     request.body.events.forEach((raw, index) => {
-      const event = validateActivityEvent(raw)
+      const event = validateActivityEvent(raw, range)
       if (typeof event === 'string') problems.push({ index, message: event })
       else events.push(event)
     })

@@ -6,34 +6,38 @@ import { createPostgresDatabase } from '../helper.ts'
 import { runScript } from '../support/run.ts'
 import { MAX_LINE_BYTES, parseActivityLine, readActivityLines, type LineResult } from '../../lib/activity/ndjson.ts'
 import { isoFormatter, parseInstant } from '../../lib/activity/instant.ts'
+import { createdAtRule } from '../../lib/activity/event.ts'
 
 const ok = { type: 'typing', guildId: '1', channelId: '2', userId: '3', username: 'x', createdAt: '2025-01-01T00:00:00Z' }
 const line = (o: object) => JSON.stringify(o)
+// The default dates (test/analytics/future-events.test.ts covers the range itself).
+const createdAt = createdAtRule({ ACTIVITY_MAX_FUTURE: '5m', ACTIVITY_MIN_DATE: '2015-01-01' })(Date.now())
+const parseLine = (text: string) => parseActivityLine(text, createdAt)
 
 t.test('a valid line gives the event with createdAt in UTC', async (t) => {
-  t.same(parseActivityLine(line(ok)), { ...ok, createdAt: '2025-01-01T00:00:00.000Z' })
-  t.same(parseActivityLine(line({ ...ok, type: 'message', createdAt: '2025-01-01T01:30:00.5+01:30' })), { ...ok, type: 'message', createdAt: '2025-01-01T00:00:00.500Z' })
-  t.match(parseActivityLine(line({ ...ok, createdAt: '2024-02-29t23:59:59.999999z' })), { createdAt: '2024-02-29T23:59:59.999Z' }, 'leap day, lower-case t/z, extra digits')
-  t.match(parseActivityLine(line({ ...ok, guildId: 'guild with spaces', username: 'tab\tand "quotes" ✓' })), { guildId: 'guild with spaces', username: 'tab\tand "quotes" ✓' })
-  t.match(parseActivityLine(line({ ...ok, messageId: '77' })), { userId: '3' }, 'other fields are ignored')
-  t.notOk('messageId' in (parseActivityLine(line({ ...ok, messageId: '77' })) as object))
-  t.match(parseActivityLine(line({ ...ok, channelId: 'c'.repeat(64), username: 'u'.repeat(100) })), { type: 'typing' }, 'longest values')
+  t.same(parseLine(line(ok)), { ...ok, createdAt: '2025-01-01T00:00:00.000Z' })
+  t.same(parseLine(line({ ...ok, type: 'message', createdAt: '2025-01-01T01:30:00.5+01:30' })), { ...ok, type: 'message', createdAt: '2025-01-01T00:00:00.500Z' })
+  t.match(parseLine(line({ ...ok, createdAt: '2024-02-29t23:59:59.999999z' })), { createdAt: '2024-02-29T23:59:59.999Z' }, 'leap day, lower-case t/z, extra digits')
+  t.match(parseLine(line({ ...ok, guildId: 'guild with spaces', username: 'tab\tand "quotes" ✓' })), { guildId: 'guild with spaces', username: 'tab\tand "quotes" ✓' })
+  t.match(parseLine(line({ ...ok, messageId: '77' })), { userId: '3' }, 'other fields are ignored')
+  t.notOk('messageId' in (parseLine(line({ ...ok, messageId: '77' })) as object))
+  t.match(parseLine(line({ ...ok, channelId: 'c'.repeat(64), username: 'u'.repeat(100) })), { type: 'typing' }, 'longest values')
 })
 
 t.test('every type with its own fields', async (t) => {
   const at = '2025-01-01T00:00:00.000Z'
   const base = { guildId: '1', userId: '3', username: 'x', createdAt: at }
-  t.same(parseActivityLine(line({ ...base, id: 'e1', type: 'message_delete', channelId: '2' })), { ...base, id: 'e1', type: 'message_delete', channelId: '2' })
-  t.same(parseActivityLine(line({ ...base, type: 'reaction', channelId: '2', latencyMs: 0 })), { ...base, type: 'reaction', channelId: '2', latencyMs: 0 })
-  t.same(parseActivityLine(line({ ...base, type: 'reaction', channelId: '2' })), { ...base, type: 'reaction', channelId: '2' }, 'latencyMs optional')
-  t.same(parseActivityLine(line({ ...base, type: 'presence', status: 'dnd', clients: ['mobile', 'desktop'] })),
+  t.same(parseLine(line({ ...base, id: 'e1', type: 'message_delete', channelId: '2' })), { ...base, id: 'e1', type: 'message_delete', channelId: '2' })
+  t.same(parseLine(line({ ...base, type: 'reaction', channelId: '2', latencyMs: 0 })), { ...base, type: 'reaction', channelId: '2', latencyMs: 0 })
+  t.same(parseLine(line({ ...base, type: 'reaction', channelId: '2' })), { ...base, type: 'reaction', channelId: '2' }, 'latencyMs optional')
+  t.same(parseLine(line({ ...base, type: 'presence', status: 'dnd', clients: ['mobile', 'desktop'] })),
     { ...base, type: 'presence', status: 'dnd', clients: ['mobile', 'desktop'] })
-  t.same(parseActivityLine(line({ ...base, type: 'presence', status: 'offline' })), { ...base, type: 'presence', status: 'offline', clients: [] }, 'clients default []')
-  t.same(parseActivityLine(line({ ...base, type: 'presence', status: 'idle', channelId: 'v1' })), { ...base, type: 'presence', status: 'idle', clients: [], channelId: 'v1' }, 'an optional channel')
-  t.same(parseActivityLine(line({ ...base, type: 'role_change', roleId: 'r1', change: 'removed' })), { ...base, type: 'role_change', roleId: 'r1', change: 'removed' })
-  t.same(parseActivityLine(line({ ...base, type: 'join' })), { ...base, type: 'join' })
-  t.same(parseActivityLine(line({ ...base, type: 'leave', latencyMs: 5, status: 'online', roleId: 'r' })), { ...base, type: 'leave' }, 'other types\' fields are ignored')
-  t.same(parseActivityLine(line({ ...base, type: 'message', channelId: '2', latencyMs: -5 })), { ...base, type: 'message', channelId: '2' })
+  t.same(parseLine(line({ ...base, type: 'presence', status: 'offline' })), { ...base, type: 'presence', status: 'offline', clients: [] }, 'clients default []')
+  t.same(parseLine(line({ ...base, type: 'presence', status: 'idle', channelId: 'v1' })), { ...base, type: 'presence', status: 'idle', clients: [], channelId: 'v1' }, 'an optional channel')
+  t.same(parseLine(line({ ...base, type: 'role_change', roleId: 'r1', change: 'removed' })), { ...base, type: 'role_change', roleId: 'r1', change: 'removed' })
+  t.same(parseLine(line({ ...base, type: 'join' })), { ...base, type: 'join' })
+  t.same(parseLine(line({ ...base, type: 'leave', latencyMs: 5, status: 'online', roleId: 'r' })), { ...base, type: 'leave' }, 'other types\' fields are ignored')
+  t.same(parseLine(line({ ...base, type: 'message', channelId: '2', latencyMs: -5 })), { ...base, type: 'message', channelId: '2' })
 })
 
 t.test('each invalid line gives its reason', async (t) => {
@@ -80,13 +84,13 @@ t.test('each invalid line gives its reason', async (t) => {
     [line({ ...ok, type: 'role_change', roleId: 'r1' }), /^change must be one of "added", "removed" for type "role_change"$/],
     [line({ ...ok, type: 'role_change', roleId: 'r1', change: 'granted' }), /^change must be one of/]
   ]
-  for (const [text, reason] of bad) t.match(parseActivityLine(text), reason, text.slice(0, 60))
+  for (const [text, reason] of bad) t.match(parseLine(text), reason, text.slice(0, 60))
 })
 
 t.test('lines are numbered from 1, blank lines skipped but counted, CRLF and a BOM handled', async (t) => {
   const text = '\uFEFF' + [line(ok), '', '   ', line({ ...ok, type: 'voice' }), '{oops', line({ ...ok, userId: '9' })].join('\r\n') + '\r\n'
   const results = []
-  for await (const r of readActivityLines(Readable.from([text]))) results.push(r.error !== undefined ? [r.lineNumber, r.error] : [r.lineNumber, r.event.userId])
+  for await (const r of readActivityLines(Readable.from([text]), { createdAt })) results.push(r.error !== undefined ? [r.lineNumber, r.error] : [r.lineNumber, r.event.userId])
   t.same(results, [[1, '3'], [4, 'type must be one of "message", "typing", "message_delete", "reaction", "presence", "role_change", "join", "leave"'], [5, 'not valid JSON'], [6, '9']])
 })
 
@@ -126,7 +130,7 @@ t.test('a line past the length limit is one invalid line, and the next lines sti
     const bytes = Buffer.from(text)
     for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.subarray(i, i + size))
     const results = []
-    for await (const r of readActivityLines(Readable.from(chunks), { maxLineBytes: 150 })) results.push(summarize(r))
+    for await (const r of readActivityLines(Readable.from(chunks), { createdAt, maxLineBytes: 150 })) results.push(summarize(r))
     return results
   }
   const expected = [[1, '3'], [2, 'line is longer than 150 bytes'], [3, '7'], [4, 'line is longer than 150 bytes']]
@@ -135,7 +139,7 @@ t.test('a line past the length limit is one invalid line, and the next lines sti
   // Exactly at the limit is fine; the CR of a CRLF does not count.
   const exact = line({ ...ok, username: 'y'.repeat(50) })
   const results = []
-  for await (const r of readActivityLines(Readable.from([`${exact}\r\n${exact}`]), { maxLineBytes: Buffer.byteLength(exact) })) results.push(summarize(r))
+  for await (const r of readActivityLines(Readable.from([`${exact}\r\n${exact}`]), { createdAt, maxLineBytes: Buffer.byteLength(exact) })) results.push(summarize(r))
   t.same(results, [[1, '3'], [2, '3']])
 })
 
@@ -152,7 +156,7 @@ t.test('an endless line is reported while it arrives, without being held', async
   }
   const results: (string | number)[][] = []
   let producedAtError = -1
-  for await (const r of readActivityLines(source())) {
+  for await (const r of readActivityLines(source(), { createdAt })) {
     if (r.error !== undefined && producedAtError < 0) producedAtError = produced
     results.push(summarize(r))
   }

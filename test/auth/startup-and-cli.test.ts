@@ -40,6 +40,82 @@ t.test('start-up refusals', async (t) => {
   t.match(refused.stderr, /JWT_SECRET/)
 })
 
+// The message of the configuration's refusal, or '' when it is accepted.
+const configMessage = (env: Record<string, string | undefined>) => {
+  try {
+    loadConfig(env)
+    return ''
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    return err.message
+  }
+}
+
+t.test('every URL setting is checked at start, named with its problem', async (t) => {
+  const httpSettings = ['PUBLIC_URL', 'IDP_REDIRECT_URI', 'IDP_AUTHORIZE_URL', 'IDP_TOKEN_URL', 'IDP_USER_URL', 'IDP_GUILDS_URL']
+  for (const name of httpSettings) {
+    for (const value of ['xyz', 'idp.example/authorize', 'ftp://idp.example/a', 'https://', 'http://exa mple.com']) {
+      t.equal(configMessage({ ...production, [name]: value }), `invalid configuration: ${name} expected an absolute http(s) URL (got ${JSON.stringify(value)})`, `${name}=${value}`)
+    }
+    t.equal(configMessage({ [name]: 'not a url' }), `invalid configuration: ${name} expected an absolute http(s) URL (got "not a url")`, `${name} outside production too`)
+  }
+  t.equal(configMessage({ ...production, PUBLIC_URL: 'HTTP://API.example:8443/base/', IDP_USER_URL: 'http://[::1]:9/u?x=1' }), '', 'http(s) URLs with ports, paths, queries, IPv6 hosts')
+
+  for (const name of ['DATABASE_URL', 'DATABASE_LISTEN_URL']) {
+    for (const value of ['postgres://app:pw@db:5432/app', 'postgresql://db/app?sslmode=require', 'postgres://app@/app?host=/var/run/postgresql', 'postgres:///app', '/var/run/postgresql app', 'socket:/var/run/postgresql?db=app']) {
+      t.equal(configMessage({ [name]: value }), '', `${name}=${value}`)
+    }
+    t.equal(configMessage({ [name]: 'db:5432/app' }), `invalid configuration: ${name} expected a postgres:// or postgresql:// connection URL (got "db:5432/app")`)
+  }
+  for (const value of ['redis://redis:6379', 'rediss://:pw@redis.example:6380/2', '/var/run/redis.sock']) t.equal(configMessage({ REDIS_URL: value }), '', `REDIS_URL=${value}`)
+  t.equal(configMessage({ REDIS_URL: 'redis:6379' }), 'invalid configuration: REDIS_URL expected a redis:// or rediss:// URL (got "redis:6379")')
+
+  // A connection URL's password never appears: not in the userinfo, not as a parameter.
+  const leaks = {
+    DATABASE_URL: 'mysql://app:hunter2@db/app',
+    DATABASE_LISTEN_URL: 'app:hunter2@db/app?password=hunter2',
+    REDIS_URL: 'http://:hunter2@redis:6379'
+  }
+  const leaked = configMessage(leaks)
+  t.notMatch(leaked, /hunter2/, 'no password shown')
+  t.match(leaked, /^3 settings need attention:/)
+  t.match(leaked, '- invalid configuration: DATABASE_URL expected a postgres:// or postgresql:// connection URL (got "mysql://app:***@db/app")')
+  t.match(leaked, '- invalid configuration: DATABASE_LISTEN_URL expected a postgres:// or postgresql:// connection URL (got "app:***@db/app?password=***")')
+  t.match(leaked, '- invalid configuration: REDIS_URL expected a redis:// or rediss:// URL (got "http://:***@redis:6379")')
+  // A secret setting that fails its rule is named, its value never shown.
+  const secret = configMessage({ METRICS_TOKEN: 'hunter2-short' })
+  t.equal(secret, 'invalid configuration: METRICS_TOKEN expected string length greater or equal to 16 (its value is a secret and not shown)')
+  t.notMatch(secret, /hunter2/, 'no secret shown')
+  for (const value of ['no-password-here', 'mysql://app@db/app', 'mysql://app@db:3306/app']) {
+    t.equal(configMessage({ DATABASE_URL: value }), `invalid configuration: DATABASE_URL expected a postgres:// or postgresql:// connection URL (got ${JSON.stringify(value)})`, 'without a password, shown as it is')
+  }
+
+  t.equal(configMessage({ CORS_ORIGINS: 'https://app.example.com, http://localhost:5173' }), '', 'origins')
+  t.equal(configMessage({ CORS_ORIGINS: 'https://app.example.com, https://admin.example.com/' }),
+    'invalid configuration: CORS_ORIGINS expected comma-separated origins (scheme://host[:port], nothing after): "https://admin.example.com/" is not one, its origin is "https://admin.example.com" (got "https://app.example.com, https://admin.example.com/")')
+  t.equal(configMessage({ CORS_ORIGINS: 'app.example.com' }),
+    'invalid configuration: CORS_ORIGINS expected comma-separated origins (scheme://host[:port], nothing after): "app.example.com" is not one (got "app.example.com")')
+
+  for (const value of ['https://{s}.tile.example.org/{z}/{x}/{y}.png', '/tiles/{z}/{x}/{y}.png']) t.equal(configMessage({ MAP_TILE_URL: value }), '', `MAP_TILE_URL=${value}`)
+  for (const value of ['tile.example.org/{z}/{x}/{y}.png', '//tile.example.org/{z}/{x}/{y}.png']) {
+    t.equal(configMessage({ MAP_TILE_URL: value }), `invalid configuration: MAP_TILE_URL expected an absolute http(s) URL template, or a path from / on this server (got ${JSON.stringify(value)})`)
+  }
+
+  // Through the server: before anything else starts, one message naming every bad URL setting.
+  const url = await createPostgresDatabase(t, { migrated: true })
+  const refused = await spawnScript('server.ts', [], { ...production, DATABASE_URL: url, HOST: '127.0.0.1', PORT: '0', PUBLIC_URL: 'api.example.com', IDP_AUTHORIZE_URL: 'idp.example/authorize', IDP_USER_URL: 'xyz', IDP_REDIRECT_URI: '/auth/callback' })
+  t.equal(refused.code, 1)
+  t.equal(refused.stderr, [
+    'error: 4 settings need attention:',
+    '  - invalid configuration: PUBLIC_URL expected an absolute http(s) URL (got "api.example.com")',
+    '  - invalid configuration: IDP_REDIRECT_URI expected an absolute http(s) URL (got "/auth/callback")',
+    '  - invalid configuration: IDP_AUTHORIZE_URL expected an absolute http(s) URL (got "idp.example/authorize")',
+    '  - invalid configuration: IDP_USER_URL expected an absolute http(s) URL (got "xyz")',
+    ''
+  ].join('\n'))
+  t.equal(refused.stdout, '', 'nothing started')
+})
+
 t.test('a port already in use is one line that says so and what to do', async (t) => {
   const blocker = createServer()
   await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve))

@@ -48,6 +48,9 @@ const routes = {
   listGuildBehaviourShifts: ['GET', '/api/shifts'],
   listGuildSuspicion: ['GET', '/api/suspicion'],
   listMemberActivity: ['GET', '/api/members/{userId}/activity'],
+  listReadableGuilds: ['GET', '/api/guilds'],
+  getGuildOverview: ['GET', '/api/overview'],
+  streamGuildActivity: ['GET', '/api/guilds/{guildId}/events'],
   ingestActivity: ['POST', '/api/activity'],
   getStats: ['GET', '/api/v1/stats'],
   listFolders: ['GET', '/api/v1/folders'],
@@ -124,7 +127,7 @@ export async function tour(): Promise<string[]> {
   void call('exportKml', { query: { folder: folders[0], bbox: '-115.18,36.09,-115.16,36.11' } })
   void call('exportKmz', {})
   // A vector tile: only its path is typed (the answer is protobuf bytes, or 204).
-  void call('getVectorTile', { path: { z: 14, x: 2950, y: 6428 } })
+  void call('getVectorTile', { path: { z: '14', x: '2950', y: '6428' } })
   const tileset = await call('getTileJson', {})
   const template: string = tileset.tiles[0] + tileset.vector_layers[0].id + String(tileset.bounds[0] + tileset.maxzoom)
   seen.push(template)

@@ -42,8 +42,7 @@ t.test('every error example of a route is an answer that route really gives', as
       [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring: unknown parameter 'page'`, { request: { url: `/api/v1/export.${ext}?page=2` } }]
     ])),
     'getVectorTile 400 params/z must be <= 22': { request: { url: '/api/v1/tiles/23/0/0.mvt' } },
-    'getVectorTile 400 params/x must be >= 0': { request: { url: '/api/v1/tiles/1/-1/0.mvt' } },
-    'getVectorTile 400 params/y must be integer': { request: { url: '/api/v1/tiles/1/0/0.5.mvt' } },
+    'getVectorTile 400 params/x must be a whole number in plain decimal digits (no sign, leading zero, point, exponent or hex)': { request: { url: '/api/v1/tiles/1/01/0.mvt' } },
     'getVectorTile 400 params/x must be <= 1 at zoom 1': { request: { url: '/api/v1/tiles/1/2/0.mvt' } },
     'getPlacemark 400 params/id must be integer': { request: { url: '/api/v1/placemarks/first' } },
     'getPlacemark 400 params/id must be >= 1': { request: { url: '/api/v1/placemarks/0' } },
@@ -80,6 +79,7 @@ t.test('every error example of a route is an answer that route really gives', as
     'refreshTokens 400 body/refreshToken must NOT have fewer than 1 characters': { request: { method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: '' } } },
     'refreshTokens 401 Invalid refresh token': { request: { method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: 'not-a-token' } } },
     'signIn 400 querystring must have required property \'code\'': { request: { url: '/api/auth/identity' } },
+    'startSignIn 400 querystring/return must NOT have more than 2048 characters': { request: { url: `/api/auth/identity/login?return=/${'a'.repeat(2048)}` } },
     'signIn 401 Invalid authorization code': { request: { url: '/api/auth/identity?code=bad' } },
     'signIn 401 Invalid state': { request: { url: '/api/auth/identity?code=ok&state=forged' } },
     'signIn 403 The identity provider did not grant the identify and guilds scopes': { request: { url: '/api/auth/identity?code=ok' }, idp: () => { idp.mode = 'missing-scope' } },
@@ -91,7 +91,7 @@ t.test('every error example of a route is an answer that route really gives', as
   // The analytics routes' examples: the common ones on each, then each route's own.
   const analytics: [string, string][] = [['listGuildLurkers', '/api/lurkers'], ['getGuildHeatmap', '/api/heatmap'], ['listGuildRoleDrift', '/api/roles'],
     ['getGuildClientDrift', '/api/clients'], ['listGuildBehaviourShifts', '/api/shifts'], ['listGuildSuspicion', '/api/suspicion'],
-    ['listMemberActivity', '/api/members/100000000000000001/activity']]
+    ['listMemberActivity', '/api/members/100000000000000001/activity'], ['getGuildOverview', '/api/overview']]
   const allowed = 'guildId=900000000000000001'
   for (const [operation, path] of analytics) {
     triggers[`${operation} 400 querystring must have required property 'guildId'`] = { request: { url: path, headers: bearer } }
@@ -107,7 +107,12 @@ t.test('every error example of a route is an answer that route really gives', as
     ['listGuildSuspicion 400 querystring/minScore must be <= 100', `/api/suspicion?${allowed}&minScore=101`],
     ['listMemberActivity 400 querystring/types: unknown type "voice" (known: message, typing, message_delete, reaction, presence, role_change, join, leave)',
       `/api/members/100000000000000001/activity?${allowed}&types=voice`],
-    ['listMemberActivity 400 querystring/cursor is not a cursor of this query', `/api/members/100000000000000001/activity?${allowed}&cursor=forged`]
+    ['listMemberActivity 400 querystring/cursor is not a cursor of this query', `/api/members/100000000000000001/activity?${allowed}&cursor=forged`],
+    ['getGuildOverview 400 querystring/timeZone: unknown time zone "Mars/Olympus"', `/api/overview?${allowed}&timeZone=Mars/Olympus`],
+    ['getGuildOverview 400 querystring/since: the window from since to until must be at most 400 days', `/api/overview?${allowed}&since=2024-01-01&until=2025-06-01`],
+    ['listReadableGuilds 400 querystring/limit must be <= 1000', '/api/guilds?limit=1001'],
+    ['streamGuildActivity 400 params/guildId must NOT have more than 64 characters', `/api/guilds/${'9'.repeat(65)}/events`],
+    ['streamGuildActivity 403 Insufficient permissions', '/api/guilds/700000000000000001/events']
   ]
   for (const [key, url] of own) triggers[key] = { request: { url, headers: bearer } }
   // Ingestion, with a key for the guild 700000000000000001 only.

@@ -1,13 +1,10 @@
-import t, { type Test } from 'tap'
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
+import t from 'tap'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
 import { parseEnv } from 'node:util'
 import pg from 'pg'
-import { runScript, runScriptIn, spawnScript } from '../support/run.ts'
-import { buildTestApp, createPostgresDatabase, freePort, openTestDatabase, projectRoot, tsxLoader, typescriptLoader } from '../helper.ts'
+import { runScript, runScriptIn, spawnScript, startServer } from '../support/run.ts'
+import { buildTestApp, createPostgresDatabase, freePort, openTestDatabase, projectRoot, typescriptLoader } from '../helper.ts'
 import { ConfigSchema, defaultPoolMax, loadConfig } from '../../lib/config.ts'
 import { trustProxySetting } from '../../app.ts'
 import { checkEnvSyntax, EnvFileError, loadEnvFile } from '../../lib/env-file.ts'
@@ -117,32 +114,6 @@ t.test('GET / leads to the docs and is not in the OpenAPI document', async (t) =
   t.notOk(spec.paths['/'], 'hidden from the OpenAPI document')
 })
 
-interface Started { lines: string[]; child: ReturnType<typeof spawn>; line: string }
-
-// Starts server.ts and waits for the stdout line that matches; the server is stopped when the test ends.
-async function startServer (t: Test, env: Record<string, string | undefined>, match: RegExp, cwd = projectRoot, loader = tsxLoader): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', loader, join(projectRoot, 'server.ts')], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM')
-      await once(child, 'exit')
-    }
-  })
-  let stderr = ''
-  child.stderr!.on('data', (d) => { stderr += d })
-  const lines: string[] = []
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-  try {
-    for await (const line of createInterface({ input: child.stdout! })) {
-      lines.push(line)
-      if (match.test(line)) return { lines, child, line }
-    }
-  } finally {
-    clearTimeout(timer)
-  }
-  throw new Error(`the server ended before logging ${match}: ${stderr}\n${lines.join('\n')}`)
-}
-
 const serverEnv = (url: string, port: number) => ({
   DATABASE_URL: url,
   PORT: String(port),
@@ -163,7 +134,7 @@ t.test('the start-up line names the docs and the sign-in at the address a browse
   const entry = JSON.parse(line)
   t.equal(entry.level, 30, 'an info line, as JSON when stdout is not a terminal')
   const base = `http://localhost:${port}`
-  t.equal(entry.msg, `serving on ${base} — docs ${base}/api/docs — sign in ${base}/api/auth/identity/login — map ${base}/map`)
+  t.equal(entry.msg, `serving on ${base} — docs ${base}/api/docs — sign in ${base}/api/auth/identity/login — dashboard ${base}/dashboard — map ${base}/map`)
   const res = await fetch(`http://127.0.0.1:${port}/`, { redirect: 'manual' })
   t.equal(res.status, 302)
   t.equal(res.headers.get('location'), '/api/docs')

@@ -1,5 +1,8 @@
+import type { Test } from 'tap'
 import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { pathToFileURL } from 'node:url'
 import { projectRoot, tsxLoader } from '../helper.ts'
 import { runCommand, type Command } from '../../scripts/cli.ts'
@@ -50,4 +53,34 @@ export function spawnScript (script: string, args: string[], env: Env, cwd = pro
     child.stderr.on('data', (d) => { stderr += d })
     child.on('close', (code) => resolve({ code, stdout, stderr }))
   })
+}
+
+export interface Started { lines: string[]; child: ReturnType<typeof spawn>; line: string }
+
+/**
+ * Starts server.ts as `npm start` would and waits for the first stdout line that matches, answering it
+ * with every line before it; the server is stopped when the test ends.
+ */
+export async function startServer (t: Test, env: Env, match: RegExp, cwd = projectRoot, loader = tsxLoader): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', loader, join(projectRoot, 'server.ts')], { cwd, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM')
+      await once(child, 'exit')
+    }
+  })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  const lines: string[] = []
+  // A first start on the embedded database creates, migrates and seeds it: a busy machine takes a while.
+  const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
+  try {
+    for await (const line of createInterface({ input: child.stdout })) {
+      lines.push(line)
+      if (match.test(line)) return { lines, child, line }
+    }
+  } finally {
+    clearTimeout(timer)
+  }
+  throw new Error(`the server ended before logging ${match}: ${stderr}\n${lines.join('\n')}`)
 }

@@ -145,17 +145,18 @@ async function tileChecks (t: Test, app: FastifyInstance) {
   })
 
   t.test('bad z, x or y: 400 with {error, message}', async (t) => {
+    const digits = 'must be a whole number in plain decimal digits (no sign, leading zero, point, exponent or hex)'
     const cases: [string, string][] = [
-      ['/api/v1/tiles/-1/0/0.mvt', 'params/z must be >= 0'],
+      ['/api/v1/tiles/-1/0/0.mvt', `params/z ${digits}`],
       ['/api/v1/tiles/23/0/0.mvt', 'params/z must be <= 22'],
-      ['/api/v1/tiles/1.5/0/0.mvt', 'params/z must be integer'],
-      ['/api/v1/tiles/1/-1/0.mvt', 'params/x must be >= 0'],
-      ['/api/v1/tiles/1/0/-1.mvt', 'params/y must be >= 0'],
+      ['/api/v1/tiles/1.5/0/0.mvt', `params/z ${digits}`],
+      ['/api/v1/tiles/1/-1/0.mvt', `params/x ${digits}`],
+      ['/api/v1/tiles/1/0/-1.mvt', `params/y ${digits}`],
       ['/api/v1/tiles/1/2/0.mvt', 'params/x must be <= 1 at zoom 1'],
       ['/api/v1/tiles/0/0/1.mvt', 'params/y must be <= 0 at zoom 0'],
-      ['/api/v1/tiles/3/0.5/0.mvt', 'params/x must be integer'],
-      ['/api/v1/tiles/3/0/x.mvt', 'params/y must be integer'],
-      ['/api/v1/tiles/22/4194304/0.mvt', 'params/x must be <= 4194303']
+      ['/api/v1/tiles/3/0.5/0.mvt', `params/x ${digits}`],
+      ['/api/v1/tiles/3/0/x.mvt', `params/y ${digits}`],
+      ['/api/v1/tiles/22/4194304/0.mvt', 'params/x must be <= 4194303 at zoom 22']
     ]
     for (const [url, message] of cases) {
       const res = await app.inject(url)

@@ -1,25 +1,34 @@
 import { Type } from '../../../lib/typebox.ts'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { answer, errors, fail } from '../../../schemas/common.ts'
+import type { FastifyServerOptions } from 'fastify'
+import { answer, errors, fail, retryAfter } from '../../../schemas/common.ts'
 import { HttpError } from '../../../lib/errors.ts'
 import { MAX_MERCATOR_LAT, MAX_TILE_ZOOM, TILE_FIELDS, TILE_LAYER } from '../../../lib/geo/tiles.ts'
-import { TILE_MAX_PLACEMARKS } from '../../../plugins/app/tiles.ts'
+import { TILE_BUSY_MESSAGE, TILE_MAX_PLACEMARKS, TILE_WAITING_PER_CLIENT } from '../../../plugins/app/tiles.ts'
+import { schemaErrorFormatter } from '../../../plugins/app/validation.ts'
 
 export const MVT_TYPE = 'application/vnd.mapbox-vector-tile'
-const MAX_INDEX = 2 ** MAX_TILE_ZOOM - 1
 
-const coordinate = (words: string, example: number) => Type.Integer({
-  minimum: 0,
-  maximum: MAX_INDEX,
-  description: `The tile's ${words}, 0..2^z-1`,
+// One spelling per tile: `01`, `+1`, `1e0`, `0x1` and `1.0` would each be another URL of tile 1.
+export const TILE_NUMBER = '^(0|[1-9][0-9]*)$'
+const TILE_NUMBER_RULE = 'must be a whole number in plain decimal digits (no sign, leading zero, point, exponent or hex)'
+
+const coordinate = (words: string, example: string) => Type.String({
+  pattern: TILE_NUMBER,
+  description: `The tile's ${words}, 0..2^z-1, in plain decimal digits`,
   examples: [example]
 })
 
 const TileParams = Type.Object({
-  z: Type.Integer({ minimum: 0, maximum: MAX_TILE_ZOOM, description: 'Zoom level, 0..22', examples: [14] }),
-  x: coordinate('column, counted from the west (180° W)', 2950),
-  y: coordinate('row, counted from the north as in XYZ (not TMS)', 6428)
+  z: Type.String({ pattern: TILE_NUMBER, description: `Zoom level, 0..${MAX_TILE_ZOOM}, in plain decimal digits`, examples: ['14'] }),
+  x: coordinate('column, counted from the west (180° W)', '2950'),
+  y: coordinate('row, counted from the north as in XYZ (not TMS)', '6428')
 })
+
+type FormatError = NonNullable<FastifyServerOptions['schemaErrorFormatter']>
+// A coordinate refused by its pattern is told what to write rather than shown the pattern.
+const tileErrorFormatter: FormatError = (errs, dataVar) =>
+  schemaErrorFormatter(errs.map((e) => e.keyword === 'pattern' ? { ...e, message: TILE_NUMBER_RULE } : e), dataVar)
 
 const TileJson = Type.Object({
   tilejson: Type.Literal('3.0.0', { description: 'The TileJSON version' }),
@@ -53,20 +62,31 @@ const TileJson = Type.Object({
   }]
 })
 
-const badTile = fail(400, 'z, x or y is not an integer, is negative, z is past 22, or x or y is past 2^z - 1',
-  'params/z must be <= 22', 'params/x must be >= 0', 'params/y must be integer', 'params/x must be <= 1 at zoom 1')
+const badTile = fail(400, `z, x or y is not written in plain decimal digits, z is past ${MAX_TILE_ZOOM}, or x or y is past 2^z - 1`,
+  `params/z must be <= ${MAX_TILE_ZOOM}`, `params/x ${TILE_NUMBER_RULE}`, 'params/x must be <= 1 at zoom 1')
+const busy = {
+  ...fail(503, `The client already has ${TILE_WAITING_PER_CLIENT} tile requests waiting behind the ones being computed (TILE_CONCURRENCY_PER_CLIENT), or the database did not answer in time; try again after \`retry-after\` seconds`,
+    TILE_BUSY_MESSAGE, 'The database is unavailable; try again shortly'),
+  headers: retryAfter
+}
 
 const tiles: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/tiles/:z/:x/:y.mvt', {
     config: { datasetCache: true },
+    schemaErrorFormatter: tileErrorFormatter,
+    // Each client's tile requests take turns, a few at a time, ahead of the cache (plugins/app/tiles.ts).
+    preHandler: app.tiles.admit,
+    onSend: app.tiles.release,
     schema: {
       tags: ['Placemarks'],
       operationId: 'getVectorTile',
       summary: 'A vector tile of the placemarks',
-      description: 'Tile z/x/y (XYZ: rows from the north) as a Mapbox Vector Tile 2.1 of extent 4096, z 0..22, with one layer, `placemarks` (version 2). ' +
+      description: `Tile z/x/y (XYZ: rows from the north) as a Mapbox Vector Tile 2.1 of extent 4096, z 0..${MAX_TILE_ZOOM}, with one layer, \`placemarks\` (version 2). ` +
+        'z, x and y are written in plain decimal digits (`14`, not `014`, `+14` or `1.4e1`): one URL per tile. ' +
         'Each feature is a placemark with the properties `id` (also the feature id), `name`, `geometry_type` and `folder` (the innermost folder\'s name, absent at the root). ' +
         'At zooms below `TILE_CLUSTER_MAX_ZOOM` (default 14) points close together (40 px of a 512 px tile) are one point feature with `cluster: true`, `point_count` and `point_count_abbreviated`; ' +
         `lines and polygons are clipped to the tile (with a buffer of 64 units) and simplified for the zoom. A tile is built from at most ${TILE_MAX_PLACEMARKS.toLocaleString('en-US')} placemarks (the first by id in its box). ` +
+        `A client's tile requests are answered \`TILE_CONCURRENCY_PER_CLIENT\` (default 2) at a time; the next ${TILE_WAITING_PER_CLIENT} wait their turn and any more answer 503. ` +
         'An empty tile answers 204. Cached per dataset version (ETag, gzip). `tiles.json` describes the tileset.',
       params: TileParams,
       response: {
@@ -75,11 +95,14 @@ const tiles: FastifyPluginAsyncTypebox = async (app) => {
           content: { [MVT_TYPE]: { schema: { type: 'string', format: 'binary' } } }
         },
         204: { description: 'No placemark in this tile; no body', type: 'null' },
-        ...errors(badTile, 429, 503)
+        ...errors(badTile, 429, busy)
       }
     }
   }, async (request, reply) => {
-    const { z, x, y } = request.params
+    const z = Number(request.params.z)
+    const x = Number(request.params.x)
+    const y = Number(request.params.y)
+    if (z > MAX_TILE_ZOOM) throw new HttpError(400, `params/z must be <= ${MAX_TILE_ZOOM}`)
     const last = 2 ** z - 1
     if (x > last) throw new HttpError(400, `params/x must be <= ${last} at zoom ${z}`)
     if (y > last) throw new HttpError(400, `params/y must be <= ${last} at zoom ${z}`)
