@@ -4,9 +4,9 @@ import oauth2, { type OAuth2Namespace } from '@fastify/oauth2'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { STATE_COOKIE } from '../../lib/auth/cookies.ts'
 import { MAX_ANSWER_BYTES } from '../../lib/auth/idp-client.ts'
-import { errors } from '../../schemas/common.ts'
 
-// Registered by the sign-in routes' scope (routes/api/auth/(signin)/autohooks.ts), with the start route's full path.
+// Registered by the scopes that start or finish a browser sign-in: routes/api/auth/(signin)/autohooks.ts and
+// routes/auth/callback.ts.
 export const autoload = false
 
 declare module 'fastify' {
@@ -20,14 +20,20 @@ const hostAndPath = (url: string) => {
   return { host: u.origin, path: `${u.pathname}${u.search}` }
 }
 
+/** The sign-in cookies' attributes (state, PKCE verifier, return path): sent back on the provider's redirect. */
+export function signinCookieOptions (app: FastifyInstance) {
+  return { httpOnly: true, secure: app.config.isProduction, path: '/', sameSite: 'lax', signed: true, maxAge: 600 } as const
+}
+
 /**
- * The authorization-code flow with the identity provider: `GET /api/auth/identity/login` sends a browser to the
- * authorize URL with a random state and a PKCE S256 challenge, both kept in signed httpOnly cookies, and
+ * The authorization-code flow with the identity provider: `identityOAuth2.generateAuthorizationUri` (the
+ * start route, `GET /api/auth/identity/login`) makes the authorize URL with a random state and a PKCE S256
+ * challenge, both kept in signed httpOnly cookies, and
  * `identityOAuth2.getAccessTokenFromAuthorizationCodeFlow` trades the code (with the verifier) for the
  * provider's token. When the state cookie is present the returned state must match it; a client that
  * ran the redirect itself sends no cookie, and the seed's state stays optional for it.
  */
-export default fp(async function oauth2Plugin (app: FastifyInstance, opts: { loginPath: string }) {
+export default fp(async function oauth2Plugin (app: FastifyInstance) {
   const idp = app.identityProvider
   const authorize = hostAndPath(idp.authorizeUrl)
   const token = hostAndPath(idp.tokenUrl)
@@ -44,28 +50,10 @@ export default fp(async function oauth2Plugin (app: FastifyInstance, opts: { log
       options: { authorizationMethod: 'body' },
       http: { json: true, timeout: idp.timeoutMs, redirects: 0, maxBytes: MAX_ANSWER_BYTES }
     },
-    startRedirectPath: opts.loginPath,
-    schema: {
-      tags: ['Auth'],
-      operationId: 'startSignIn',
-      summary: 'Start a browser sign-in',
-      description: 'Redirects to the identity provider\'s authorize URL with client_id, redirect_uri, response_type=code, scope `identify guilds`, a random state and a PKCE S256 challenge; the state and the verifier are kept in signed httpOnly cookies and checked when the code comes back.',
-      response: {
-        302: {
-          description: 'Redirect to the identity provider\'s authorize page (or first to PUBLIC_URL\'s origin when asked on another)',
-          type: 'null',
-          headers: {
-            location: { type: 'string', description: 'The authorize URL with client_id, redirect_uri, response_type, scope, state and code_challenge', example: 'https://idp.example.com/oauth2/authorize?response_type=code&client_id=app&scope=identify%20guilds' },
-            'set-cookie': { type: 'string', description: 'The signed state and PKCE verifier cookies (httpOnly, SameSite=Lax, 10 minutes)', example: 'oauth_state=9b2f6d1e-4c1a-4f7e-8f53-3f0d7c2a9e61.c2ln; Max-Age=600; Path=/; HttpOnly; SameSite=Lax' }
-          }
-        },
-        ...errors(429)
-      }
-    },
     callbackUri: idp.redirectUri,
     pkce: 'S256',
     redirectStateCookieName: STATE_COOKIE,
-    cookie: { secure: app.config.isProduction, path: '/', sameSite: 'lax', signed: true, maxAge: 600 },
+    cookie: signinCookieOptions(app),
     generateStateFunction: (_request: FastifyRequest) => randomUUID(),
     checkStateFunction (this: FastifyInstance, request: FastifyRequest): boolean {
       const raw = request.cookies[STATE_COOKIE]

@@ -6,7 +6,8 @@ import type { FastifyInstance } from 'fastify'
 import { sharedSchemas } from '../../schemas/components.ts'
 
 export const API_TITLE = 'Guild analytics and placemark API'
-export const DEV_SIGNIN_PATH = '/api/auth/identity/login'
+// The page that signs in and shows the access token to paste into Authorize.
+export const DEV_SIGNIN_PATH = '/auth/token'
 
 interface Operation { parameters?: { required?: boolean; schema?: { default?: unknown } }[] }
 interface Document { paths: Record<string, Record<string, Operation | undefined> | undefined> }
@@ -41,7 +42,7 @@ function introduction (devIdp: boolean): string {
     '',
     'To call a protected route, sign in, then press **Authorize** and enter `Bearer <ACCESS_TOKEN>`.',
     ...(devIdp
-      ? ['', `**Development sign-in:** [${DEV_SIGNIN_PATH}](${DEV_SIGNIN_PATH}) signs in as a demo user through the development identity provider and shows the tokens to paste here.`]
+      ? ['', `**Development sign-in:** [${DEV_SIGNIN_PATH}](${DEV_SIGNIN_PATH}) signs in as a demo user through the development identity provider and shows the access token to paste here.`]
       : [])
   ].join('\n')
 }

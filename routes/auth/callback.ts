@@ -1,53 +1,44 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '../../lib/typebox.ts'
+import { HttpError } from '../../lib/errors.ts'
+import { RETURN_COOKIE } from '../../lib/auth/cookies.ts'
+import { returnPath } from '../../lib/auth/return-path.ts'
+import cookiePlugin from '../../plugins/external/cookie.ts'
+import oauth2Plugin, { signinCookieOptions } from '../../plugins/external/oauth2.ts'
+import { signInWithCode } from '../api/auth/shared.ts'
 
-// The redirect target of the development sign-in: it trades the code for tokens and shows them. Its
-// script is a file of its own (/auth/callback.js): the Content-Security-Policy allows no inline script.
-const page = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Signed in</title>
-<link rel="icon" href="/map/assets/icon.svg" type="image/svg+xml">
-<style>body{font:16px system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}textarea{width:100%;font:13px monospace}pre{background:#f6f8fa;padding:.8rem;overflow:auto}.error{color:#b00020}</style></head>
-<body><h1 id="title">Signing in…</h1>
-<p id="error" class="error"></p>
-<section id="result" hidden>
-<p>Paste this into <a href="/api/docs">/api/docs</a> → <b>Authorize</b>:</p>
-<textarea id="authorization" rows="3" readonly></textarea>
-<button id="copy" type="button">Copy</button>
-<h2>Access token</h2><textarea id="access-token" rows="4" readonly></textarea>
-<h2>Refresh token</h2><textarea id="refresh-token" rows="3" readonly></textarea>
-<h2>User</h2><pre id="user"></pre>
-<p><a href="/api/docs">Open the API docs</a> · <a href="/api/auth/identity/login">Sign in again</a></p>
-</section>
-<script src="/auth/callback.js"></script></body></html>`
+// Providers add parameters of their own (`iss`, `error`, `error_description`): they are let through.
+const CallbackQuery = Type.Object({
+  code: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+  state: Type.Optional(Type.String({ maxLength: 256 }))
+}, { additionalProperties: true })
 
-const script = `"use strict";
-(async () => {
-  const params = new URLSearchParams(location.search)
-  const query = new URLSearchParams({ code: params.get('code') || '' })
-  if (params.has('state')) query.set('state', params.get('state'))
-  const res = await fetch('/api/auth/identity?' + query, { credentials: 'same-origin' })
-  const body = await res.json()
-  if (!res.ok) {
-    document.getElementById('title').textContent = 'Sign-in failed'
-    document.getElementById('error').textContent = res.status + ' ' + body.error + ': ' + body.message
-    return
-  }
-  history.replaceState(null, '', location.pathname)
-  document.getElementById('title').textContent = 'Signed in as ' + body.user.username
-  document.getElementById('authorization').value = 'Bearer ' + body.accessToken
-  document.getElementById('access-token').value = body.accessToken
-  document.getElementById('refresh-token').value = body.refreshToken
-  document.getElementById('user').textContent = JSON.stringify(body.user, null, 2)
-  document.getElementById('result').hidden = false
-  document.getElementById('copy').onclick = () => navigator.clipboard.writeText(document.getElementById('authorization').value)
-})()
-`
-
+/**
+ * `GET /auth/callback`, the identity provider's redirect target (IDP_REDIRECT_URI) in every mode: it trades
+ * the code as GET /api/auth/identity does (the same guard, session and refresh cookie), then sends the
+ * browser on (303) to the path the sign-in remembered, whose page gets its access token through the cookie.
+ * A sign-in that fails answers {error, message} with the sign-in's status, as the API does.
+ */
 const callback: FastifyPluginAsyncTypebox = async (app) => {
-  if (!app.config.devIdp) return
-  // Its address holds the authorization code, and the page shows the tokens: kept by no cache.
-  app.get('/callback', { schema: { hide: true } }, async (_request, reply) =>
-    reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').header('pragma', 'no-cache').send(page))
-  app.get('/callback.js', { schema: { hide: true } }, async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(script))
+  await app.register(cookiePlugin)
+  await app.register(oauth2Plugin)
+  // The sign-in routes' budget (AUTH_RATE_LIMIT_MAX), and its address holds the code: kept by no cache.
+  app.addHook('preParsing', app.authRateLimit)
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+    done()
+  })
+
+  // A HEAD would spend the code, as on the API's sign-in.
+  app.get('/callback', { exposeHeadRoute: false, schema: { hide: true, querystring: CallbackQuery } }, async (request, reply) => {
+    const remembered = request.cookies[RETURN_COOKIE]
+    const unsigned = remembered === undefined ? null : request.unsignCookie(remembered)
+    const target = returnPath(unsigned?.valid ? unsigned.value : undefined)
+    reply.clearCookie(RETURN_COOKIE, signinCookieOptions(app))
+    if (!request.query.code) throw new HttpError(400, 'The identity provider sent no code: the sign-in was cancelled or refused there')
+    await signInWithCode(request, reply, { requireState: true })
+    return reply.redirect(target, 303)
+  })
 }
 
 export default callback

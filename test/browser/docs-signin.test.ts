@@ -38,14 +38,15 @@ t.test('sign in through the development provider, then use /api/docs with the to
   })
   const shot = (name: string) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true })
 
-  await page.goto(`${base}/api/auth/identity/login`)
+  // The token page's sign-in: it comes back to the page, signed in.
+  await page.goto(`${base}/api/auth/identity/login?return=/auth/token`)
   await page.waitForSelector('text=Development identity provider')
   await shot('1-dev-idp')
   await page.click('a.user[data-user="ada"]')
-  await page.waitForFunction(() => (document.querySelector('#access-token') as HTMLTextAreaElement | null)?.value)
-  await shot('2-callback')
+  await page.waitForSelector('text=Signed in as ada')
+  await shot('2-token-page')
   const accessToken = await page.inputValue('#access-token')
-  t.match(accessToken, /^ey[\w-]+\.[\w-]+\.[\w-]+$/, 'the callback page shows the access token')
+  t.match(accessToken, /^ey[\w-]+\.[\w-]+\.[\w-]+$/, 'the token page shows the access token')
   t.equal(await page.inputValue('#authorization'), `Bearer ${accessToken}`)
   t.match(await page.textContent('#user'), /"username": "ada"/)
 
@@ -81,7 +82,7 @@ t.test('sign in through the development provider, then use /api/docs with the to
   t.equal(ghosts.status, '200', 'Try it out on /api/ghosts for the demo guild')
   t.match(ghosts.body, /"ghostScore"/)
 
-  for (const path of ['/dev/idp/authorize', '/auth/callback', '/api/docs']) {
+  for (const path of ['/dev/idp/authorize', '/auth/callback', '/auth/token', '/api/docs']) {
     t.match(policies.get(path), /script-src 'self'/, `${path} was served with the Content-Security-Policy`)
   }
   t.same(problems, [], 'no CSP violation, console error or page error on any page')

@@ -1,7 +1,10 @@
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Headers } from '../../../schemas/common.ts'
 import type { UserRow } from '../../../db/auth.ts'
-import { REFRESH_COOKIE } from '../../../lib/auth/cookies.ts'
+import type { SignedIn } from '../../../plugins/app/signin.ts'
+import { REFRESH_COOKIE, STATE_COOKIE } from '../../../lib/auth/cookies.ts'
+import { HttpError } from '../../../lib/errors.ts'
+import { grantsRequiredScopes, exchangeFailure, fetchIdentity, SigninRefused } from '../../../lib/auth/idp-client.ts'
 
 // Not a route file: the pieces the sign-in and session routes share.
 export const autoload = false
@@ -30,4 +33,40 @@ export function refreshCookieOptions (app: FastifyInstance) {
 
 export function setRefreshCookie (app: FastifyInstance, reply: FastifyReply, token: string): void {
   reply.setCookie(REFRESH_COOKIE, token, { ...refreshCookieOptions(app), sameSite: 'strict', maxAge: Math.floor(app.tokenLifetimes.refreshMs / 1000) })
+}
+
+// The code exchange through @fastify/oauth2 (decorated in the route's scope), its failures mapped onto the contract.
+async function exchangeCode (request: FastifyRequest, reply: FastifyReply): Promise<string> {
+  let grant
+  try {
+    grant = (await request.server.identityOAuth2.getAccessTokenFromAuthorizationCodeFlow(request, reply)).token
+  } catch (err) {
+    if (err instanceof Error && err.message === 'Invalid state') throw new SigninRefused(401, 'Invalid state')
+    const failure = exchangeFailure(err)
+    if (failure instanceof SigninRefused) throw failure
+    request.log.warn({ err: (err as Error).message }, 'identity provider code exchange failed')
+    throw failure
+  }
+  if (typeof grant.access_token !== 'string' || grant.access_token === '') throw new HttpError(502, 'Identity provider unavailable')
+  if (!grantsRequiredScopes((grant as { scope?: unknown }).scope)) {
+    throw new SigninRefused(403, 'The identity provider did not grant the identify and guilds scopes')
+  }
+  return grant.access_token
+}
+
+/**
+ * The sign-in of both GET /api/auth/identity and /auth/callback: the request's code traded through the
+ * sign-in guard (its refusals count against the client's address), a new session, the refresh cookie.
+ * `requireState`: the sign-in must have started here (a browser's), so a missing state or state cookie
+ * is refused like a wrong one.
+ */
+export async function signInWithCode (request: FastifyRequest, reply: FastifyReply, options: { requireState?: boolean } = {}): Promise<SignedIn> {
+  const app = request.server
+  const signedIn = await app.signin.signIn({ ip: request.ip, userAgent: request.headers['user-agent'], log: request.log }, async () => {
+    const { state } = request.query as { state?: string }
+    if (options.requireState && (!state || request.cookies[STATE_COOKIE] === undefined)) throw new SigninRefused(401, 'Invalid state')
+    return fetchIdentity(app.identityProvider, await exchangeCode(request, reply))
+  })
+  setRefreshCookie(app, reply, signedIn.refreshToken)
+  return signedIn
 }

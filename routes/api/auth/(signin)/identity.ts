@@ -1,29 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply, FastifyRequest } from 'fastify'
 import { answer, errors, fail, rateLimitHeaders, retryAfter } from '../../../../schemas/common.ts'
 import { IdentityQuery, SignInResponse } from '../../../../schemas/auth.ts'
-import { HttpError } from '../../../../lib/errors.ts'
-import { grantsRequiredScopes, exchangeFailure, fetchIdentity, SigninRefused } from '../../../../lib/auth/idp-client.ts'
-import { tokenHeaders, setRefreshCookie, userBody } from '../shared.ts'
-
-// The code exchange through @fastify/oauth2 (decorated in this folder's scope), its failures mapped onto the contract.
-async function exchangeCode (request: FastifyRequest, reply: FastifyReply): Promise<string> {
-  let grant
-  try {
-    grant = (await request.server.identityOAuth2.getAccessTokenFromAuthorizationCodeFlow(request, reply)).token
-  } catch (err) {
-    if (err instanceof Error && err.message === 'Invalid state') throw new SigninRefused(401, 'Invalid state')
-    const failure = exchangeFailure(err)
-    if (failure instanceof SigninRefused) throw failure
-    request.log.warn({ err: (err as Error).message }, 'identity provider code exchange failed')
-    throw failure
-  }
-  if (typeof grant.access_token !== 'string' || grant.access_token === '') throw new HttpError(502, 'Identity provider unavailable')
-  if (!grantsRequiredScopes((grant as { scope?: unknown }).scope)) {
-    throw new SigninRefused(403, 'The identity provider did not grant the identify and guilds scopes')
-  }
-  return grant.access_token
-}
+import { signInWithCode, tokenHeaders, userBody } from '../shared.ts'
 
 const identity: FastifyPluginAsyncTypebox = async (app) => {
   const { config } = app
@@ -54,9 +32,7 @@ const identity: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request, reply) => {
-    const signedIn = await app.signin.signIn({ ip: request.ip, userAgent: request.headers['user-agent'], log: request.log }, async () =>
-      fetchIdentity(app.identityProvider, await exchangeCode(request, reply)))
-    setRefreshCookie(app, reply, signedIn.refreshToken)
+    const signedIn = await signInWithCode(request, reply)
     return { accessToken: signedIn.accessToken, refreshToken: signedIn.refreshToken, user: userBody(signedIn.user) }
   })
 }
