@@ -51,7 +51,7 @@ async function main (): Promise<void> {
     })
   await server.listen({ port: config.PORT, host: config.HOST })
   const base = browserUrl(process.env.PUBLIC_URL ? config.PUBLIC_URL : undefined, server.server.address())
-  server.log.info(`${startupMessage(base, config.devIdp)} — map ${base}/map`)
+  server.log.info(`${startupMessage(base, config.devIdp)} — dashboard ${base}/dashboard — map ${base}/map`)
   // Route schemas compile at their first use; those no request has needed yet compile a second from now,
   // between requests. Not at once: the first compile makes the validators' Ajv instance (some 50–100 ms
   // of one turn), which would hold up the first readiness probe, the request an orchestrator waits for.

@@ -60,15 +60,22 @@ const DAILY: [column: string, aggregate: string, merge: 'sum' | 'or' | 'max'][] 
   ['role_removed_count', "count(*) FILTER (WHERE type = 'role_change' AND change = 'removed')", 'sum'],
   ['client_mask', `coalesce(bit_or((CASE WHEN 'desktop' = ANY(clients) THEN 1 ELSE 0 END | CASE WHEN 'web' = ANY(clients) THEN 2 ELSE 0 END |
     CASE WHEN 'mobile' = ANY(clients) THEN 4 ELSE 0 END)) FILTER (WHERE type = 'presence'), 0)`, 'or'],
-  ['last_presence_at', "max(created_at) FILTER (WHERE type = 'presence')", 'max']
+  ['last_presence_at', "max(created_at) FILTER (WHERE type = 'presence')", 'max'],
+  // The quarter hours of the UTC day with an event, 00:00-00:15 leftmost.
+  ['quarter_mask', `bit_or(set_bit(B'${'0'.repeat(96)}'::bit(96),
+    date_part('hour', created_at AT TIME ZONE 'UTC')::int * 4 + date_part('minute', created_at AT TIME ZONE 'UTC')::int / 15, 1))`, 'or']
 ]
+// The guild quarter rollup's counts, by event type.
+const GUILD_QUARTERS: [column: string, type: string][] = [['message_count', 'message'], ['typing_count', 'typing'], ['delete_count', 'message_delete'],
+  ['reaction_count', 'reaction'], ['presence_count', 'presence'], ['role_change_count', 'role_change'], ['join_count', 'join'], ['leave_count', 'leave']]
 const mergeDaily = ([column, , merge]: typeof DAILY[number]) =>
   merge === 'sum' ? `${column} = d.${column} + EXCLUDED.${column}` : merge === 'or' ? `${column} = d.${column} | EXCLUDED.${column}` : `${column} = greatest(d.${column}, EXCLUDED.${column})`
 
 /**
  * The statements that merge a load's stored events (the relation `source`: its STAGE_COLUMNS) into every
- * rollup: activity_daily per guild, UTC day and member; a member's first presence listing each client;
- * message and typing events per channel and quarter hour; per member the username of their latest event
+ * rollup: per guild its totals and its events of each type per quarter hour; activity_daily per guild, UTC day
+ * and member; a member's first presence listing each client; message, typing and reaction events per channel
+ * and quarter hour; per member the username of their latest event
  * (of events at the same instant, the one stored last), first and last event, first presence and totals.
  * Upserts go in key order, like the index; inserts into a table without indexes (`empty`) need no order.
  * A merge that would change nothing (a client seen earlier already, a member's older events of no count)
@@ -76,6 +83,21 @@ const mergeDaily = ([column, , merge]: typeof DAILY[number]) =>
  */
 function rollupStatements (source: string, empty: { daily: boolean; users: boolean }): string[] {
   return [`
+      -- First: a guild's new members are those activity_users does not list yet.
+      INSERT INTO activity_guilds AS g (guild_id, event_count, member_count, last_event_at)
+      SELECT s.guild_id, s.events, coalesce(n.members, 0), s.last
+      FROM (SELECT guild_id, count(*) AS events, max(created_at) AS last FROM ${source} GROUP BY 1) s
+      LEFT JOIN (
+        SELECT guild_id, count(*) AS members FROM (SELECT DISTINCT guild_id, user_id FROM ${source}) m
+        WHERE NOT EXISTS (SELECT 1 FROM activity_users u WHERE u.guild_id = m.guild_id AND u.user_id = m.user_id) GROUP BY 1
+      ) n ON n.guild_id = s.guild_id
+      ORDER BY 1
+      ON CONFLICT (guild_id) DO UPDATE SET event_count = g.event_count + EXCLUDED.event_count, member_count = g.member_count + EXCLUDED.member_count,
+        last_event_at = greatest(g.last_event_at, EXCLUDED.last_event_at)`, `
+      INSERT INTO activity_guild_quarters AS q (guild_id, quarter, ${GUILD_QUARTERS.map(([c]) => c).join(', ')})
+      SELECT guild_id, date_bin('15 minutes', created_at, '2000-01-01T00:00:00Z'), ${GUILD_QUARTERS.map(([, t]) => `count(*) FILTER (WHERE type = '${t}')`).join(', ')}
+      FROM ${source} GROUP BY 1, 2 ORDER BY 1, 2
+      ON CONFLICT (guild_id, quarter) DO UPDATE SET ${GUILD_QUARTERS.map(([c]) => `${c} = q.${c} + EXCLUDED.${c}`).join(', ')}`, `
       INSERT INTO activity_daily AS d (guild_id, day, user_id, ${DAILY.map(([c]) => c).join(', ')})
       SELECT guild_id, (created_at AT TIME ZONE 'UTC')::date, user_id, ${DAILY.map(([, a]) => a).join(', ')}
       FROM ${source} GROUP BY 1, 2, 3
@@ -91,12 +113,12 @@ function rollupStatements (source: string, empty: { daily: boolean; users: boole
       ORDER BY 1, 2, 3
       ON CONFLICT (guild_id, user_id, client) DO UPDATE SET first_seen_at = EXCLUDED.first_seen_at
         WHERE EXCLUDED.first_seen_at < m.first_seen_at`, `
-      INSERT INTO activity_channel_quarters AS q (guild_id, quarter, channel_id, message_count, typing_count)
+      INSERT INTO activity_channel_quarters AS q (guild_id, quarter, channel_id, message_count, typing_count, reaction_count)
       SELECT guild_id, date_bin('15 minutes', created_at, '2000-01-01T00:00:00Z'), channel_id,
-        count(*) FILTER (WHERE type = 'message'), count(*) FILTER (WHERE type = 'typing')
-      FROM ${source} WHERE type IN ('message', 'typing') GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-      ON CONFLICT (guild_id, quarter, channel_id) DO UPDATE SET
-        message_count = q.message_count + EXCLUDED.message_count, typing_count = q.typing_count + EXCLUDED.typing_count`, `
+        count(*) FILTER (WHERE type = 'message'), count(*) FILTER (WHERE type = 'typing'), count(*) FILTER (WHERE type = 'reaction')
+      FROM ${source} WHERE type IN ('message', 'typing', 'reaction') GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+      ON CONFLICT (guild_id, quarter, channel_id) DO UPDATE SET message_count = q.message_count + EXCLUDED.message_count,
+        typing_count = q.typing_count + EXCLUDED.typing_count, reaction_count = q.reaction_count + EXCLUDED.reaction_count`, `
       INSERT INTO activity_users AS u (guild_id, user_id, username, last_seen_at, first_seen_at, first_presence_at, typing_count, message_count)
       SELECT guild_id, user_id, (array_agg(username ORDER BY created_at DESC, ord DESC))[1], max(created_at), min(created_at),
         min(created_at) FILTER (WHERE type = 'presence'), count(*) FILTER (WHERE type = 'typing'), count(*) FILTER (WHERE type = 'message')
@@ -114,6 +136,17 @@ function rollupStatements (source: string, empty: { daily: boolean; users: boole
         OR EXCLUDED.first_seen_at < u.first_seen_at
         OR (EXCLUDED.first_presence_at IS NOT NULL AND (u.first_presence_at IS NULL OR EXCLUDED.first_presence_at < u.first_presence_at))`}`]
 }
+
+/**
+ * Announces each guild of a load's stored events (the relation `source`) on the change bus, in the load's
+ * transaction: the key is the JSON of lib/activity/live.ts (`parseActivityChange`): the guild, its events in
+ * all and per type, the greatest createdAt (ms since the epoch), and the transaction, which makes each key
+ * unique (the bus may deliver a change twice). A few hundred bytes, far below NOTIFY's 8000.
+ */
+const announcement = (source: string) => `
+      SELECT emit_change('activity', json_build_object('guildId', guild_id, 'events', sum(n), 'types', json_object_agg(type, n),
+        'lastEventAt', floor(extract(epoch FROM max(last)) * 1000)::int8, 'load', pg_current_xact_id()::text)::text)
+      FROM (SELECT guild_id, type, count(*) AS n, max(created_at) AS last FROM ${source} GROUP BY 1, 2) t GROUP BY guild_id`
 
 const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
 
@@ -167,8 +200,8 @@ function loadSummary (s: { events: number; guilds: number; users: number; days: 
  * arrival order. Duplicates (an id seen earlier in the load, or already stored for the guild) are
  * removed there and counted; the rest go into activity_events in arrival order, and the rollups
  * (activity_daily per guild, UTC day and member; activity_users per member; activity_member_clients;
- * activity_channel_quarters) are merged from the staging table, one statement each. A guild with new events is announced on the change bus
- * ('activity', its id) when the load commits.
+ * activity_channel_quarters; activity_guilds and activity_guild_quarters) are merged from the staging table, one statement each. A guild
+ * with new events is announced on the change bus ('activity', see `announcement`) when the load commits.
  *
  * A table that is empty when the load starts (a first load, or --replace) is filled without its
  * indexes, which are rebuilt before commit; that holds its exclusive lock until the commit.
@@ -184,7 +217,7 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
   try {
     await client.query('BEGIN')
     await client.query('SELECT pg_advisory_xact_lock($1)', [LOAD_LOCK])
-    if (options.replace) await client.query('TRUNCATE activity_events, activity_daily, activity_users, activity_member_clients, activity_channel_quarters')
+    if (options.replace) await client.query('TRUNCATE activity_events, activity_daily, activity_users, activity_member_clients, activity_channel_quarters, activity_guilds, activity_guild_quarters')
     // Room for the sorts and aggregations over staged rows.
     await client.query("SET LOCAL work_mem = '256MB'")
     await client.query(`CREATE TEMP TABLE load_events (ord int8, guild_id text COLLATE "C", channel_id text COLLATE "C",
@@ -261,7 +294,7 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
       await client.query("SET LOCAL maintenance_work_mem = '512MB'")
       for (const statement of rebuild) await client.query(statement)
     }
-    if (s.events > 0) await client.query("SELECT emit_change('activity', guild_id) FROM (SELECT DISTINCT guild_id FROM load_events) g")
+    if (s.events > 0) await client.query(announcement('load_events'))
     await client.query('COMMIT')
     client.release()
     // Fresh statistics, so the planner sees a large load at once, and the rollups' visibility maps set
@@ -328,7 +361,7 @@ export async function loadBatch (handle: DatabaseHandle, events: readonly Activi
         SELECT ${STORED_COLUMNS.join(', ')} FROM fresh ORDER BY ord
       ),
       ${rollups},
-      announced AS (SELECT emit_change('activity', guild_id) FROM (SELECT DISTINCT guild_id FROM fresh) g)
+      announced AS (${announcement('fresh')})
       SELECT count(*)::int AS events, (SELECT count(*) FROM input)::int - count(*)::int AS duplicates,
         count(DISTINCT guild_id)::int AS guilds, count(DISTINCT user_id)::int AS users,
         count(DISTINCT (created_at AT TIME ZONE 'UTC')::date)::int AS days,

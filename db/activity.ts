@@ -38,9 +38,14 @@ export async function canReadGuild (db: Db, who: { userId: string; guildId: stri
     .select(['users.role', 'user_guilds.owner', 'user_guilds.permissions'])
     .where('users.id', '=', who.userId).executeTakeFirst()
   if (!row) return false
-  if (row.role === 'ADMIN') return true
-  if (row.owner) return true
-  return row.permissions !== null && (permissionBits(row.permissions) & (ADMINISTRATOR | MANAGE_GUILD)) !== 0n
+  return guildRuleAllows(row.role, row.permissions === null ? null : { owner: row.owner === true, permissions: row.permissions })
+}
+
+/** The guild rule on a caller's stored role and their guild list's entry for the guild (null: not in the list). */
+export function guildRuleAllows (role: string, entry: { owner: boolean; permissions: string } | null): boolean {
+  if (role === 'ADMIN') return true
+  if (entry === null) return false
+  return entry.owner || (permissionBits(entry.permissions) & (ADMINISTRATOR | MANAGE_GUILD)) !== 0n
 }
 
 // A malformed stored bit set grants nothing rather than failing the request.

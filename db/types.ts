@@ -132,6 +132,8 @@ export interface ActivityDailyTable {
   // Clients of the day's presence events: desktop 1, web 2, mobile 4.
   client_mask: number
   last_presence_at: Date | null
+  // The quarter hours of the UTC day with an event of the member: 96 bits, 00:00-00:15 leftmost.
+  quarter_mask: string
 }
 
 // A member's first presence listing each client.
@@ -149,6 +151,30 @@ export interface ActivityChannelQuarterTable {
   channel_id: string
   message_count: number
   typing_count: number
+  reaction_count: number
+}
+
+// Per guild, all time: its events, members and latest event.
+export interface ActivityGuildTable {
+  guild_id: string
+  // bigint: read as a string.
+  event_count: string
+  member_count: number
+  last_event_at: Date
+}
+
+// Events of each type per guild and quarter hour (UTC-aligned).
+export interface ActivityGuildQuarterTable {
+  guild_id: string
+  quarter: Date
+  message_count: number
+  typing_count: number
+  delete_count: number
+  reaction_count: number
+  presence_count: number
+  role_change_count: number
+  join_count: number
+  leave_count: number
 }
 
 // Per guild member: all-time counts and the username of their latest event.
@@ -209,6 +235,8 @@ export interface Database {
   api_keys: ApiKeyTable
   activity_member_clients: ActivityMemberClientTable
   activity_channel_quarters: ActivityChannelQuarterTable
+  activity_guilds: ActivityGuildTable
+  activity_guild_quarters: ActivityGuildQuarterTable
 }
 
 export type { Generated }

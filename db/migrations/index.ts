@@ -19,6 +19,7 @@ import * as placemarkShapeTest from './017_placemark_shape_test.ts'
 import * as placemarkBoxFunction from './018_placemark_box_function.ts'
 import * as placemarkBoxLazyTest from './019_placemark_box_lazy_test.ts'
 import * as placemarkBoxIndexOnly from './020_placemark_box_index_only.ts'
+import * as activityOverview from './021_activity_overview.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -41,5 +42,6 @@ export const migrations: Record<string, Migration> = {
   '017_placemark_shape_test': placemarkShapeTest,
   '018_placemark_box_function': placemarkBoxFunction,
   '019_placemark_box_lazy_test': placemarkBoxLazyTest,
-  '020_placemark_box_index_only': placemarkBoxIndexOnly
+  '020_placemark_box_index_only': placemarkBoxIndexOnly,
+  '021_activity_overview': activityOverview
 }

@@ -188,6 +188,54 @@ export class Oracle {
     return out.sort((a, b) => b.score - a.score || byBytes(a.userId, b.userId)).slice(0, limit)
   }
 
+  // A guild's all-time totals, as the dashboard's guild list gives them.
+  guildTotals (g: string) {
+    const events = this.guild(g)
+    return {
+      members: new Set(events.map((e) => e.userId)).size,
+      events: events.length,
+      lastEventAt: events.length === 0 ? null : iso(Math.max(...events.map((e) => e.ms)))
+    }
+  }
+
+  // The dashboard's overview: totals, every local date of the window in the zone, the busiest channels.
+  overview (g: string, since: number, until: number, timeZone: string, limit: number) {
+    const types = ['message', 'typing', 'message_delete', 'reaction', 'presence', 'role_change', 'join', 'leave'] as const
+    const fmt = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' })
+    const localDate = (ms: number) => fmt.format(new Date(ms))
+    const zero = () => Object.fromEntries(types.map((t) => [t, 0])) as Record<typeof types[number], number>
+    const days = new Map<string, { date: string; events: number; users: Set<string>; counts: Record<string, number> }>()
+    const last = localDate(until - 1)
+    for (let d = localDate(since); d <= last; d = new Date(Date.parse(`${d}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10)) {
+      days.set(d, { date: d, events: 0, users: new Set(), counts: zero() })
+    }
+    const totals = { events: 0, users: new Set<string>(), counts: zero() as Record<string, number> }
+    const channels = new Map<string, { channelId: string; messages: number; typing: number; reactions: number }>()
+    for (const e of this.inWindow(g, since, until)) {
+      const day = days.get(localDate(e.ms))!
+      day.events++
+      day.users.add(e.userId)
+      day.counts[e.type]!++
+      totals.events++
+      totals.users.add(e.userId)
+      totals.counts[e.type]!++
+      if (e.type === 'message' || e.type === 'typing' || e.type === 'reaction') {
+        const c = channels.get(e.channelId!) ?? { channelId: e.channelId!, messages: 0, typing: 0, reactions: 0 }
+        if (e.type === 'message') c.messages++
+        else if (e.type === 'typing') c.typing++
+        else c.reactions++
+        channels.set(e.channelId!, c)
+      }
+    }
+    return {
+      totals: { events: totals.events, members: totals.users.size, ...totals.counts },
+      days: [...days.values()].map((d) => ({ date: d.date, events: d.events, members: d.users.size, ...d.counts })),
+      channels: [...channels.values()]
+        .sort((a, b) => (b.messages + b.typing + b.reactions) - (a.messages + a.typing + a.reactions) || byBytes(a.channelId, b.channelId))
+        .slice(0, limit)
+    }
+  }
+
   timeline (g: string, userId: string, since: number | null, until: number, types: string[] | null) {
     return this.inWindow(g, since, until).filter((e) => e.userId === userId && (types === null || types.includes(e.type)))
       .sort((a, b) => b.ms - a.ms || b.order - a.order)

@@ -37,8 +37,12 @@ t.test('security headers and the request id on every kind of answer', async (t) 
     'a refused bearer token': { url: '/api/auth/me', headers: { authorization: 'Bearer nope' }, ...own(12), status: 401 },
     'the docs page': { url: '/api/docs', ...own(13), status: 200 },
     'the docs\' script': { url: '/api/docs/static/swagger-initializer.js', ...own(14), status: 200 },
-    'the sign-in callback page': { url: '/auth/callback?code=x', ...own(15), status: 200 },
-    'the callback\'s script': { url: '/auth/callback.js', ...own(16), status: 200 },
+    'a refused sign-in callback': { url: '/auth/callback?code=x', ...own(15), status: 401 },
+    'the token page': { url: '/auth/token', ...own(16), status: 200 },
+    'the pages\' session module': { url: '/shared/session.js', ...own(20), status: 200 },
+    'the dashboard page': { url: '/dashboard', ...own(21), status: 200 },
+    'the dashboard\'s script': { url: '/dashboard/dashboard.js', ...own(22), status: 200 },
+    'the dashboard\'s Chart.js': { url: '/dashboard/vendor/chart.umd.min.js', ...own(23), status: 200 },
     'the development provider\'s page': { url: '/dev/idp/authorize?client_id=x&redirect_uri=y&response_type=code', ...own(17), status: 400 },
     'the metrics': { url: '/metrics', ...own(18), status: 200 }
   }
@@ -59,6 +63,18 @@ t.test('security headers and the request id on every kind of answer', async (t) 
     t.equal(h['cross-origin-opener-policy'], 'same-origin', `${label}: COOP`)
     t.match(h['x-request-id'], UUID, `${label}: a generated request id`)
   }
+})
+
+t.test('the dashboard page allows no inline style either; only its own files are served', async (t) => {
+  const handle = await openTestDatabase(t)
+  const app = await buildTestApp(t, handle, { MAP_TILE_URL: 'https://{s}.tile.example.org/{z}/{x}/{y}.png' })
+  const page = await app.inject('/dashboard')
+  const csp = String(page.headers['content-security-policy'])
+  t.notMatch(csp, /unsafe-inline|unsafe-eval/, csp)
+  t.match(csp, /(^|;)style-src 'self'(;|$)/)
+  t.same(csp.split(';').filter((d) => !d.startsWith('style-src')), String((await app.inject('/health')).headers['content-security-policy']).split(';').filter((d) => !d.startsWith('style-src')), 'otherwise the site\'s policy')
+  for (const url of ['/dashboard/vendor/chart.js', '/dashboard/vendor/../package.json', '/dashboard/nowhere.js']) t.equal((await app.inject(url)).statusCode, 404, `${url}: 404`)
+  t.equal((await app.inject('/dashboard/vendor/chart.umd.min.js')).headers['content-type'], 'application/javascript; charset=utf-8')
 })
 
 t.test('SECURITY_HEADERS=false leaves the headers out, the request id stays', async (t) => {
