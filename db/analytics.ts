@@ -70,10 +70,18 @@ function memberParts (guildId: string, w: { since: number | null; until: number 
  * small machine they compete with the rest of the work; the answer's p99 doubles) and a sort by member
  * that spills to disk, where one hash aggregate in memory is fastest.
  */
-async function grouping<T> (db: Db, fn: (trx: Db) => Promise<T>): Promise<T> {
+function grouping<T> (db: Db, fn: (trx: Db) => Promise<T>): Promise<T> {
+  return withLocalSettings(db, "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL work_mem = '32MB'", fn)
+}
+
+/**
+ * Runs fn's queries in a transaction of one connection with `settings` (SET LOCAL statements, constant
+ * text) in force: one round trip before the queries (no parameters: the simple protocol runs several
+ * statements at once), one after.
+ */
+export async function withLocalSettings<T> (db: Db, settings: string, fn: (trx: Db) => Promise<T>): Promise<T> {
   return db.connection().execute(async (conn) => {
-    // One round trip (no parameters: the simple protocol, several statements) before the query, one after.
-    await sql`BEGIN; SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL work_mem = '32MB'`.execute(conn)
+    await sql`BEGIN; ${sql.raw(settings)}`.execute(conn)
     try {
       const result = await fn(conn)
       await sql`COMMIT`.execute(conn)

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
+import { withLocalSettings } from './analytics.ts'
 import type { ActivityType } from '../lib/activity/event.ts'
 
 type Db = Kysely<Database>
@@ -16,19 +17,8 @@ const NO_QUARTERS = sql.raw(`B'${'0'.repeat(96)}'::bit(96)`)
  * has) where it reads some ten thousand: JIT would then spend about a second compiling a query that runs in
  * tens of milliseconds.
  */
-async function withoutJit<T> (db: Db, fn: (trx: Db) => Promise<T>): Promise<T> {
-  return db.connection().execute(async (conn) => {
-    // One round trip (no parameters: the simple protocol, two statements) before the query, one after.
-    await sql`BEGIN; SET LOCAL jit = off; SET LOCAL work_mem = '32MB'`.execute(conn)
-    try {
-      const result = await fn(conn)
-      await sql`COMMIT`.execute(conn)
-      return result
-    } catch (err) {
-      await sql`ROLLBACK`.execute(conn).catch(() => {})
-      throw err
-    }
-  })
+function withoutJit<T> (db: Db, fn: (trx: Db) => Promise<T>): Promise<T> {
+  return withLocalSettings(db, "SET LOCAL jit = off; SET LOCAL work_mem = '32MB'", fn)
 }
 
 export interface GuildListEntry { guildId: string; name: string; icon: string | null; owner: boolean; permissions: string }

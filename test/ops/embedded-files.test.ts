@@ -1,11 +1,10 @@
 import t, { type Test } from 'tap'
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { freePort, projectRoot, testSecrets, tsxLoader } from '../helper.ts'
+import { embeddedEnv, startEmbeddedServer, type EmbeddedServer } from '../support/embedded-server.ts'
 import { spawnScript } from '../support/run.ts'
 import { findCommandSocket, placeCommandSocket } from '../../db/embedded.ts'
 import { isPrivateDir, makePrivate } from '../../lib/private-dir.ts'
@@ -30,46 +29,8 @@ t.teardown(() => rmSync(base, { recursive: true, force: true }))
 // Where servers before this change put the command socket: a name anyone can take in the shared temporary folder.
 const oldSocketPath = (dir: string) => join(tmpdir(), `pglite-commands-${createHash('sha256').update(dir).digest('hex').slice(0, 16)}.sock`)
 
-const embeddedEnv = (dir: string, extra: Record<string, string> = {}): Record<string, string | undefined> => ({
-  DATABASE_URL: undefined,
-  PGLITE_DIR: dir,
-  NODE_ENV: 'development',
-  HOST: '127.0.0.1',
-  LOG_LEVEL: 'warn',
-  LOG_FORMAT: 'json',
-  REDIS_URL: undefined,
-  ...testSecrets,
-  ...extra
-})
-
-interface Server { child: ChildProcess; pid: number; output(): string; exited: Promise<number | null> }
-
-// A server as `npm start` runs it, answering once /api/v1/stats does (the database opened, migrated, seeded).
-async function startServer (t: Test, dir: string): Promise<Server> {
-  const port = await freePort()
-  const child = spawn(process.execPath, ['--import', tsxLoader, 'server.ts'], { cwd: projectRoot, env: { ...process.env, ...embeddedEnv(dir, { PORT: String(port), LOG_LEVEL: 'info' }) }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  child.stdout!.on('data', (d) => { output += d })
-  child.stderr!.on('data', (d) => { output += d })
-  const exited = once(child, 'exit').then(([code]) => code as number | null)
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL')
-      await exited
-    }
-  })
-  let gone = false
-  void exited.then(() => { gone = true })
-  const deadline = Date.now() + 600_000
-  // eslint-disable-next-line no-unmodified-loop-condition -- `gone` is set when the process exits
-  while (Date.now() < deadline && !gone) {
-    if (await fetch(`http://127.0.0.1:${port}/api/v1/stats`).then((r) => r.ok, () => false)) {
-      return { child, pid: child.pid!, output: () => output, exited }
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250))
-  }
-  throw new Error(`the server did not start: ${output}`)
-}
+type Server = EmbeddedServer
+const startServer = startEmbeddedServer
 
 async function stop (t: Test, server: Server): Promise<void> {
   server.child.kill('SIGTERM')

@@ -1,10 +1,11 @@
 import t, { type Test } from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
-import { freePort, projectRoot, testSecrets, tsxLoader } from '../helper.ts'
+import { freePort } from '../helper.ts'
+import { embeddedEnv, startEmbeddedServer, type EmbeddedServer } from '../support/embedded-server.ts'
 import { spawnScript, type Run } from '../support/run.ts'
 import { acquireEmbeddedLock, EmbeddedDatabaseInUse, LOCK_FILE, readOwner, type OwnerRecord } from '../../db/embedded-lock.ts'
 import { openDatabase } from '../../db/index.ts'
@@ -15,47 +16,8 @@ t.setTimeout(900_000)
 
 const inUse = (dir: string, pid: number) => `the embedded database in ${dir} is in use by the server with pid ${pid}; stop it, or set DATABASE_URL to use PostgreSQL`
 
-// The environment of a server or command on the embedded database in dir (never on PostgreSQL).
-const embeddedEnv = (dir: string, extra: Record<string, string> = {}): Record<string, string | undefined> => ({
-  DATABASE_URL: undefined,
-  PGLITE_DIR: dir,
-  NODE_ENV: 'development',
-  HOST: '127.0.0.1',
-  LOG_LEVEL: 'warn',
-  LOG_FORMAT: 'json',
-  REDIS_URL: undefined,
-  ...testSecrets,
-  ...extra
-})
-
-interface Server { child: ChildProcess; pid: number; base: string; output(): string; exited: Promise<number | null> }
-
-// A server as `npm start` runs it, answering once /api/v1/stats does (the database opened, migrated, seeded).
-async function startServer (t: Test, dir: string): Promise<Server> {
-  const port = await freePort()
-  const child = spawn(process.execPath, ['--import', tsxLoader, 'server.ts'], { cwd: projectRoot, env: { ...process.env, ...embeddedEnv(dir, { PORT: String(port), LOG_LEVEL: 'info' }) }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  child.stdout!.on('data', (d) => { output += d })
-  child.stderr!.on('data', (d) => { output += d })
-  const exited = once(child, 'exit').then(([code]) => code as number | null)
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL')
-      await exited
-    }
-  })
-  const server = { child, pid: child.pid!, base: `http://127.0.0.1:${port}`, output: () => output, exited }
-  const deadline = Date.now() + 600_000
-  let gone = false
-  void exited.then(() => { gone = true })
-  // eslint-disable-next-line no-unmodified-loop-condition -- `gone` is set when the process exits
-  while (Date.now() < deadline && !gone) {
-    const ok = await fetch(`${server.base}/api/v1/stats`).then((r) => r.ok, () => false)
-    if (ok) return server
-    await new Promise((resolve) => setTimeout(resolve, 250))
-  }
-  throw new Error(`the server did not start: ${output}`)
-}
+type Server = EmbeddedServer
+const startServer = startEmbeddedServer
 
 const stats = async (server: Server) => (await fetch(`${server.base}/api/v1/stats`)).json() as Promise<{ total_placemarks: number }>
 
