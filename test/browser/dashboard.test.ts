@@ -438,6 +438,7 @@ t.test('sign out, and sign out everywhere', async (t) => {
 
   await page.click('#sign-out')
   await page.waitForSelector('#sign-in', { state: 'visible' })
+  t.same([await page.isVisible('#sign-out'), await page.isVisible('#sign-out-everywhere')], [false, false], 'signed out: no sign-out button shows')
   t.notOk((await context.cookies()).some((c) => c.name === 'refresh_token'), 'signed out: the refresh cookie is cleared')
   t.same(await axeFindings(page), [], 'axe: signed out')
 
