@@ -6,6 +6,7 @@ import { request as httpRequest } from 'node:http'
 import { createServer as createNetServer } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { gzipSync } from 'node:zlib'
 import { createInterface } from 'node:readline'
 import pg from 'pg'
 import autocannon from 'autocannon'
@@ -33,8 +34,9 @@ options:
                the check to run before a change to the request path lands
   --small      every figure at small sizes: 20,000 placemarks, 200,000 events, 3 turns of 1 s
                (default: 1,000,000 placemarks, 10,000,000 events, 5 turns of 2 s per server)
-  --analytics  the guild analytics figures only: seed the events, then ghosts, the seven analytics
-               routes over a 30-day window and ingestion through POST /api/activity (no placemarks,
+  --analytics  the guild analytics figures only: seed the events, then ghosts, the dashboard's
+               overview and the seven analytics routes over a 30-day window, what the dashboard
+               page ships (JS + CSS, gzipped), and ingestion through POST /api/activity (no placemarks,
                no peers); with --small, at the small sizes
   --events N   seed N activity events instead of the size's default (10,000,000, or 200,000 with
                --small); the figures then say how many there were
@@ -128,11 +130,12 @@ const GUILDS = 100
 const BATCH = 1000
 const INGEST_CONCURRENCY = 4
 // The figures of --analytics (the names of bench/targets.json).
-const ANALYTICS_ROUTES = ['lurkers', 'heatmap', 'roles', 'clients', 'shifts', 'suspicion', 'member activity']
+const ANALYTICS_ROUTES = ['overview', 'lurkers', 'heatmap', 'roles', 'clients', 'shifts', 'suspicion', 'member activity']
+const DASHBOARD_SHIPPED = 'dashboard shipped (JS + CSS, gzip)'
 const INGESTION = `ingestion (API, batches of ${BATCH})`
 const INGESTION_SERIAL = `ingestion (API, batches of ${BATCH}, 1 at a time)`
 const ANALYTICS_FIGURES = ['activity seed', 'ghosts (one guild, 1 connection)', 'ghosts (one guild, 32 connections)',
-  ...ANALYTICS_ROUTES.map((name) => `${name} (one guild, 30 days, 1 connection)`), INGESTION, INGESTION_SERIAL]
+  ...ANALYTICS_ROUTES.map((name) => `${name} (one guild, 30 days, 1 connection)`), DASHBOARD_SHIPPED, INGESTION, INGESTION_SERIAL]
 const CONNECTIONS = 32
 let adminUrl = 'postgres://postgres@127.0.0.1:5432/postgres'
 // Short alternating turns, so that a slow spell of the shared machine (seconds long) falls on every server.
@@ -448,6 +451,7 @@ async function measureAnalytics (DATABASE_URL: string, base: string, token: stri
     // The other analytics routes over the seed's last 30 days (it ends at SYNTHETIC_END), one connection.
     const window = `guildId=700000000000000001&since=${new Date(SYNTHETIC_END.getTime() - 30 * 86_400_000).toISOString()}&until=${SYNTHETIC_END.toISOString()}`
     const paths: Record<string, string> = {
+      overview: `/api/overview?${window}&timeZone=Europe/Paris`,
       lurkers: `/api/lurkers?${window}`,
       heatmap: `/api/heatmap?${window}&timeZone=Europe/Paris`,
       roles: `/api/roles?${window}`,
@@ -461,8 +465,34 @@ async function measureAnalytics (DATABASE_URL: string, base: string, token: stri
       record(`${name} (one guild, 30 days, 1 connection)`, await load(`${base}${paths[name]}`, { headers, connections: 1 }))
     }
   }
+  results.figures[DASHBOARD_SHIPPED] = await dashboardShipped(base)
+  log(`  the dashboard ships ${results.figures[DASHBOARD_SHIPPED].kb} KB of JS and CSS, gzipped`)
   // Last: the new events change the answers above.
   await measureIngestion(DATABASE_URL, base)
+}
+
+/**
+ * What a first visit to /dashboard downloads, as the server sends it: the page's scripts and style sheets,
+ * and every module they import (followed from their static imports), each gzipped at level 9.
+ */
+async function dashboardShipped (base: string): Promise<{ files: number; bytes: number; kb: number }> {
+  const page = await getBytes(`${base}/dashboard`)
+  const html = page.body.toString('utf8')
+  const queue = [...html.matchAll(/<(?:script[^>]*\ssrc|link[^>]*rel="stylesheet"[^>]*\shref)="([^"]+)"/g)].map((m) => new URL(m[1]!, `${base}/dashboard`).href)
+  const seen = new Set<string>()
+  let bytes = 0
+  while (queue.length) {
+    const url = queue.shift()!
+    if (seen.has(url)) continue
+    seen.add(url)
+    const { status, body } = await getBytes(url)
+    if (status !== 200) throw new Error(`${url} answered ${status}`)
+    bytes += gzipSync(body, { level: 9 }).length
+    if (url.endsWith('.js')) {
+      for (const m of body.toString('utf8').matchAll(/(?:\bfrom|\bimport)\s*['"](\.{1,2}\/[^'"]+)['"]/g)) queue.push(new URL(m[1]!, url).href)
+    }
+  }
+  return { files: seen.size, bytes, kb: Math.round(bytes / 102.4) / 10 }
 }
 
 /**
