@@ -17,6 +17,7 @@ import { defaultPoolMax, loadConfig } from '../lib/config.ts'
 import { freePort } from '../lib/free-port.ts'
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../lib/auth/api-keys.ts'
 import { createApiKey } from '../db/api-keys.ts'
+import { dashboardColdLoad } from '../bench/dashboard-load.ts'
 import { bboxPath, boundaryBoxes, idsDiffer, isScaleFigure, parseScale, percentile, procMemory, scaleLabel, targetsOfScale } from '../bench/scale.ts'
 
 const HELP = `
@@ -36,7 +37,8 @@ options:
                (default: 1,000,000 placemarks, 10,000,000 events, 5 turns of 2 s per server)
   --analytics  the guild analytics figures only: seed the events, then ghosts, the dashboard's
                overview and the seven analytics routes over a 30-day window, what the dashboard
-               page ships (JS + CSS, gzipped), and ingestion through POST /api/activity (no placemarks,
+               page ships (JS + CSS, gzipped) and its cold load in Chromium (a new browser context,
+               signed in, to the overview drawn, of the guild with the most events), and ingestion through POST /api/activity (no placemarks,
                no peers); with --small, at the small sizes
   --events N   seed N activity events instead of the size's default (10,000,000, or 200,000 with
                --small); the figures then say how many there were
@@ -132,10 +134,11 @@ const INGEST_CONCURRENCY = 4
 // The figures of --analytics (the names of bench/targets.json).
 const ANALYTICS_ROUTES = ['overview', 'lurkers', 'heatmap', 'roles', 'clients', 'shifts', 'suspicion', 'member activity']
 const DASHBOARD_SHIPPED = 'dashboard shipped (JS + CSS, gzip)'
+const DASHBOARD_COLD = 'dashboard cold load to the overview drawn'
 const INGESTION = `ingestion (API, batches of ${BATCH})`
 const INGESTION_SERIAL = `ingestion (API, batches of ${BATCH}, 1 at a time)`
 const ANALYTICS_FIGURES = ['activity seed', 'ghosts (one guild, 1 connection)', 'ghosts (one guild, 32 connections)',
-  ...ANALYTICS_ROUTES.map((name) => `${name} (one guild, 30 days, 1 connection)`), DASHBOARD_SHIPPED, INGESTION, INGESTION_SERIAL]
+  ...ANALYTICS_ROUTES.map((name) => `${name} (one guild, 30 days, 1 connection)`), DASHBOARD_SHIPPED, DASHBOARD_COLD, INGESTION, INGESTION_SERIAL]
 const CONNECTIONS = 32
 let adminUrl = 'postgres://postgres@127.0.0.1:5432/postgres'
 // Short alternating turns, so that a slow spell of the shared machine (seconds long) falls on every server.
@@ -467,6 +470,8 @@ async function measureAnalytics (DATABASE_URL: string, base: string, token: stri
   }
   results.figures[DASHBOARD_SHIPPED] = await dashboardShipped(base)
   log(`  the dashboard ships ${results.figures[DASHBOARD_SHIPPED].kb} KB of JS and CSS, gzipped`)
+  log('the dashboard: cold loads in Chromium, to the overview drawn')
+  results.figures[DASHBOARD_COLD] = await dashboardColdLoad(base)
   // Last: the new events change the answers above.
   await measureIngestion(DATABASE_URL, base)
 }
