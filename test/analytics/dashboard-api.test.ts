@@ -1,6 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, dbKinds, openTestDatabase, unmigratedDatabase } from '../helper.ts'
+import { guildSignIn } from '../support/activity.ts'
 import { StandInIdp, type StandInGuild } from '../support/idp-server.ts'
 import type { ActivityEvent } from '../../lib/activity/event.ts'
 import { loadActivity, loadBatch } from '../../db/activity-load.ts'
@@ -60,13 +61,7 @@ for (const kind of dbKinds) {
     t.match(await loadBatch(handle, events.slice(3000, 4000)), { events: 0, duplicates: 1000 }, 'a batch sent again stores nothing')
 
     const app: FastifyInstance = await buildTestApp(t, handle, {}, idp.env())
-    const signIn = async (id: string, guilds: StandInGuild[]) => {
-      idp.user = { id, username: `p${id}`, discriminator: '1', avatar: null }
-      idp.guilds = guilds
-      const res = await app.inject('/api/auth/identity?code=ok')
-      t.equal(res.statusCode, 200, `sign-in of ${id}`)
-      return res.json().accessToken as string
-    }
+    const signIn = guildSignIn(t, app, idp)
     const guild = (id: string, o: Partial<StandInGuild> = {}): StandInGuild => ({ id, name: `name-${id}`, icon: null, owner: false, permissions: '0', ...o })
     const E = '920000000000000001'
     const X = '930000000000000001'

@@ -1,6 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
+import { guildSignIn } from '../support/activity.ts'
 import { StandInIdp, type StandInGuild } from '../support/idp-server.ts'
 import type { ActivityEvent } from '../../lib/activity/event.ts'
 import { loadActivity, loadBatch } from '../../db/activity-load.ts'
@@ -51,13 +52,7 @@ t.test('analytics answers equal the answers computed from the raw events', async
     t.ok(summaries.reduce((n, s) => n + (s.types[type] ?? 0), 0) > 0, `the data has ${type} events`)
   }
   const app: FastifyInstance = await buildTestApp(t, handle, {}, idp.env())
-  const signIn = async (id: string, guilds: StandInGuild[]) => {
-    idp.user = { id, username: `p${id}`, discriminator: '1', avatar: null }
-    idp.guilds = guilds
-    const res = await app.inject('/api/auth/identity?code=ok')
-    t.equal(res.statusCode, 200, `sign-in of ${id}`)
-    return res.json().accessToken as string
-  }
+  const signIn = guildSignIn(t, app, idp)
   const guild = (id: string, o: Partial<StandInGuild> = {}): StandInGuild => ({ id, name: 'G', icon: null, owner: false, permissions: '0', ...o })
   const owner = await signIn('1', [guild(G, { owner: true }), guild(T, { permissions: '32' })])
   const ask = async (path: string, query: Record<string, string | number | undefined>, token = owner) => {

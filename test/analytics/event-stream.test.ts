@@ -9,12 +9,11 @@ import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, buildTestApp, createPostgresDatabase, openTestDatabase, testConfig } from '../helper.ts'
 import { openDatabase, type DatabaseHandle } from '../../db/index.ts'
+import { ingestionKey } from '../support/activity.ts'
 import { StandInIdp } from '../support/idp-server.ts'
 import { runScript } from '../support/run.ts'
 import { until } from '../support/shared-state.ts'
-import { createApiKey } from '../../db/api-keys.ts'
 import { emitChange } from '../../db/changes.ts'
-import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../lib/auth/api-keys.ts'
 import Fastify from 'fastify'
 import fp from 'fastify-plugin'
 import activityStreams, { STREAM_LIMITS } from '../../plugins/app/activity-streams.ts'
@@ -66,8 +65,7 @@ async function setup (t: Test): Promise<Setup> {
   const url = await createPostgresDatabase(t, { migrated: true })
   const handle = await openDatabase({ url, poolMax: 5 })
   t.teardown(() => handle.close())
-  const key = generateApiKey()
-  await createApiKey(handle.db, { name: 'bot', keyHash: hashApiKey(key), prefix: apiKeyPrefix(key), guildIds: [G, OTHER] })
+  const key = await ingestionKey(handle, [G, OTHER])
   return { idp, url, handle, key }
 }
 
@@ -270,8 +268,7 @@ t.test('PGlite: a stream gets the activity ingested through the API', async (t) 
   const idp = await new StandInIdp().start()
   t.teardown(() => idp.stop())
   const handle = await openTestDatabase(t, 'pglite')
-  const key = generateApiKey()
-  await createApiKey(handle.db, { name: 'bot', keyHash: hashApiKey(key), prefix: apiKeyPrefix(key), guildIds: [G] })
+  const key = await ingestionKey(handle, [G])
   const app = await buildTestApp(t, handle, {}, idp.env())
   const s = await openStream(await listening(app), await signIn(app, idp))
   await until(async () => s.comments.includes(': open'), 2000)

@@ -2,10 +2,9 @@ import t from 'tap'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { sql } from '../../db/kysely.ts'
-import { createApiKey } from '../../db/api-keys.ts'
 import { openDatabase } from '../../db/index.ts'
-import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../lib/auth/api-keys.ts'
 import { buildTestApp, createPostgresDatabase } from '../helper.ts'
+import { ingestionKey } from '../support/activity.ts'
 import { StandInIdp } from '../support/idp-server.ts'
 import { runScript } from '../support/run.ts'
 import { createdAtRule, validateActivityEvent } from '../../lib/activity/event.ts'
@@ -26,8 +25,7 @@ t.test('ingestion refuses events dated in the future or before the floor', async
   const url = await createPostgresDatabase(t, { migrated: true })
   const handle = await openDatabase({ url, poolMax: 5 })
   t.teardown(() => handle.close())
-  const key = generateApiKey()
-  await createApiKey(handle.db, { name: 'bot', keyHash: hashApiKey(key), prefix: apiKeyPrefix(key), guildIds: [G] })
+  const key = await ingestionKey(handle, [G])
   const count = async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM activity_events`.execute(handle.db)).rows[0].n
 
   t.test('POST /api/activity: past the skew, named by index; nothing stored; the username is not pinned', async (t) => {
