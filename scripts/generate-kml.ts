@@ -1,6 +1,6 @@
 import { createWriteStream } from 'node:fs'
 import { once } from 'node:events'
-import { CliError, defineCommand, runAsProgram } from './cli.ts'
+import { CliError, defineCommand, runAsProgram } from '../commands/cli.ts'
 import { mulberry32 } from '../lib/random.ts'
 
 export { mulberry32 }

@@ -1,21 +1,7 @@
-import { defineCommand, DATABASE_SETTINGS, openMigratedDatabase, runAsProgram } from './cli.ts'
-import { loadConfig } from '../lib/config.ts'
+// `npm run migrate`: the command itself is commands/migrate.ts, where a server beside it finds it too.
+import { runAsProgram } from '../commands/cli.ts'
+import { command } from '../commands/migrate.ts'
 
-export const command = defineCommand({
-  name: 'migrate',
-  opensDatabase: () => true,
-  usage: 'npm run migrate',
-  help: `
-Brings the database up to the latest schema (the server does the same when it starts).
-
-options:
-  -h, --help     show this help and exit
-
-${DATABASE_SETTINGS}`
-}, { options: {} }, async (_args, io) => {
-  const handle = await openMigratedDatabase(loadConfig(io.env))
-  io.stderr.write(`database migrated (${handle.kind})\n`)
-  await handle.close()
-})
+export { command }
 
 await runAsProgram(command, import.meta.url)

@@ -5,8 +5,8 @@ import { resolve } from 'node:path'
 import { Type } from '../../lib/typebox.ts'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { placeCommandSocket, type CommandSocketPlace } from '../../db/embedded.ts'
-import { runCommand, withDatabase, type Command } from '../../scripts/cli.ts'
-import { databaseCommands } from '../../scripts/commands.ts'
+import { runCommand, withDatabase, type Command } from '../../commands/cli.ts'
+import { databaseCommands } from '../../commands/index.ts'
 
 const CommandRequest = Type.Object({
   args: Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 64 }),

@@ -26,7 +26,7 @@ export interface CommandSpec {
   help: string
   // The names of the required positional arguments, in order (as in the synopsis); none by default.
   positionals?: string[]
-  // The command's name in scripts/commands.ts, and whether (given its options) it opens the database:
+  // The command's name in commands/index.ts, and whether (given its options) it opens the database:
   // such a command, run while `npm start` owns the embedded database, runs inside that server.
   name?: string
   opensDatabase?: (values: Record<string, unknown>) => boolean
