@@ -53,6 +53,13 @@ export async function filteredPlacemarks (db: Db, f: ItemFilter, limit: number, 
   return { placemarks: page.rows.map(toTimed), matched: count.rows[0]?.n ?? 0 }
 }
 
+/** How many placemarks match the filters (the GeoJSON list's `numberMatched`). */
+export async function countMatching (db: Db, f: ItemFilter): Promise<number> {
+  if (f.ids !== undefined && f.ids.length === 0) return 0
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM placemarks p ${conditions(f)}`.execute(db)
+  return rows[0]?.n ?? 0
+}
+
 /** The dataset's extent, [min lon, min lat, max lon, max lat]; null when it has no placemark. */
 export async function placemarkExtent (db: Db): Promise<[number, number, number, number] | null> {
   const { rows: [row] } = await sql<{ min_lon: number | null; min_lat: number; max_lon: number; max_lat: number }>`

@@ -58,6 +58,12 @@ export async function * exportStyles (db: Db, version: number, batch = EXPORT_BA
   }
 }
 
+/** The dataset's images (a KMZ's icons) at their paths, for the KMZ export; bounded by the import's limits. */
+export async function exportIcons (db: Db, version: number): Promise<{ name: string; data: Buffer }[]> {
+  const rows = await batchOf(db, version, sql<{ name: string; data: string }>`SELECT name, encode(data, 'base64') AS data FROM dataset_icons ORDER BY name`)
+  return rows.map((r) => ({ name: r.name, data: Buffer.from(r.data, 'base64') }))
+}
+
 /** Every folder, in batches in document order. */
 export async function * exportFolders (db: Db, version: number, batch = EXPORT_BATCH): AsyncGenerator<ExportFolder[]> {
   let after = 0
@@ -84,6 +90,7 @@ interface ExportRow {
   // As the driver hands them over: a Date, or the text of a JSON-built row.
   time_begin: Date | string | null
   time_end: Date | string | null
+  kml_time: ExportPlacemark['time']
 }
 
 const isoOrNull = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString())
@@ -103,7 +110,7 @@ export async function * exportPlacemarks (db: Db, version: number, filter: Expor
     const where = sql.join([sql`p.id > ${after}`, ...conditions], sql` AND `)
     const rows = await batchOf(db, version, sql<ExportRow>`
       SELECT p.id, p.name, p.description, p.style_id, p.folder_path, p.geometry_type,
-             p.geometry, p.coordinates_raw, p.media_links, p.extended_data, p.time_begin, p.time_end
+             p.geometry, p.coordinates_raw, p.media_links, p.extended_data, p.time_begin, p.time_end, p.kml_time
       FROM placemarks p WHERE ${where} ORDER BY p.id LIMIT ${batch}`)
     if (rows.length === 0) return
     const kept = filter.box === undefined ? rows : rows.filter((r) => intersectsBox(JSON.parse(r.geometry) as Geometry, filter.box!))
@@ -120,7 +127,8 @@ export async function * exportPlacemarks (db: Db, version: number, filter: Expor
         mediaLinks: r.media_links,
         extendedData: r.extended_data,
         timeBegin: isoOrNull(r.time_begin),
-        timeEnd: isoOrNull(r.time_end)
+        timeEnd: isoOrNull(r.time_end),
+        time: r.kml_time
       }))
     }
     if (rows.length < batch) return

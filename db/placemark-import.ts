@@ -1,7 +1,8 @@
 import type { PoolClient } from 'pg'
 import type { DatabaseHandle } from './handle.ts'
+import type { KmzIcon } from '../lib/kml/source.ts'
 import { bulkWriter } from './bulk.ts'
-import { COLUMNS, countDuplicates, countStyle, dryRunSink, emptySummary, runImport, type FolderRecord, type ImportOptions, type ImportSummary, type Row, type Sink, type StyleRecord } from '../lib/import/placemarks.ts'
+import { COLUMNS, countDuplicates, countStyle, dryRunSink, emptySummary, runImport, type FolderRecord, type ImportOptions, type ImportSummary, type InferredTime, type Row, type Sink, type StyleRecord } from '../lib/import/placemarks.ts'
 
 /**
  * How the import takes the table swap's ACCESS EXCLUSIVE lock on placemarks. A reader's transaction
@@ -41,7 +42,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 // The placemarks table's columns: the staging table's without the spatial key, with those it derives.
 const DERIVED = ['summary', 'min_lon', 'min_lat', 'max_lon', 'max_lat']
-const PLACEMARK_COLUMNS = [...COLUMNS.filter((c) => c !== 'spatial_key'), ...DERIVED].join(', ')
+// Set on the staged rows once the whole file is read (the inferred AM/PM of names' times).
+const AMENDED = ['event_time_inferred']
+const PLACEMARK_COLUMNS = [...COLUMNS.filter((c) => c !== 'spatial_key'), ...AMENDED, ...DERIVED].join(', ')
+// Inferred times per statement.
+const AMEND_BATCH = 10_000
 // The staging table derives the serialized summary (migration 015's placemark_summary) and the bounds'
 // corners as generated columns: the database computes them while the file is still being read.
 const STAGING_DERIVED = `
@@ -206,6 +211,17 @@ async function lockForSwap (client: PoolClient, lock: SwapLockOptions): Promise<
   }
 }
 
+// The dataset's images, replaced in the import's transaction (bounded by the KMZ's icon limits).
+async function replaceIcons (client: PoolClient, icons: KmzIcon[]): Promise<void> {
+  await client.query('DELETE FROM dataset_icons')
+  for (let i = 0; i < icons.length; i += 100) {
+    const batch = icons.slice(i, i + 100).map((icon) => ({ name: icon.name, content_type: icon.type, data: icon.data.toString('base64') }))
+    await client.query(`INSERT INTO dataset_icons (name, content_type, data)
+      SELECT name, content_type, decode(data, 'base64') FROM json_to_recordset($1::json) AS i(name text, content_type text, data text)
+      ON CONFLICT (name) DO NOTHING`, [JSON.stringify(batch)])
+  }
+}
+
 async function swapIn (client: PoolClient, summary: ImportSummary, lock: SwapLockOptions): Promise<number> {
   await lockForSwap(client, lock)
   await client.query('DROP TABLE placemarks')
@@ -227,7 +243,7 @@ async function swapIn (client: PoolClient, summary: ImportSummary, lock: SwapLoc
   return version
 }
 
-async function databaseSink (handle: DatabaseHandle, summary: ImportSummary, lock: SwapLockOptions): Promise<Sink> {
+async function databaseSink (handle: DatabaseHandle, summary: ImportSummary, lock: SwapLockOptions, icons: KmzIcon[]): Promise<Sink> {
   const client = await handle.pool.connect()
   let lanes: Lanes = [client]
   let done = false
@@ -313,7 +329,8 @@ async function databaseSink (handle: DatabaseHandle, summary: ImportSummary, loc
   // is the transaction's own). On one lane a connection runs one statement at a time, so a full batch of
   // styles or folders ends the placemarks' stream, goes in, and a new stream carries on; on two, styles
   // and folders go in on the main connection while the stream carries on.
-  const startRows = () => bulkWriter(copier, handle.kind, 'placemarks_staging', COLUMNS, { freeze: true, json: ['extended_data'] })
+  let inferred: InferredTime[] = []
+  const startRows = () => bulkWriter(copier, handle.kind, 'placemarks_staging', COLUMNS, { freeze: true, json: ['extended_data', 'kml_time'] })
   let rows = startRows()
   const flushBatches = async () => {
     if (copier === client) await rows.close()
@@ -325,13 +342,22 @@ async function databaseSink (handle: DatabaseHandle, summary: ImportSummary, loc
     placemark: (row: Row) => rows.add(row),
     style: (s) => (queueStyle(s) ? flushBatches() : undefined),
     folder: (f) => (queueFolder(f) ? flushBatches() : undefined),
+    inferredTimes: async (times) => { inferred = times },
     finish: async (summary) => {
       await rows.close()
+      // The times read with their neighbours' AM/PM, on the staged rows (the staging table's own connection).
+      for (let i = 0; i < inferred.length; i += AMEND_BATCH) {
+        await copier.query(
+          `UPDATE placemarks_staging s SET event_timestamp = a.ts, event_sort = a.ts, event_time_inferred = true
+           FROM json_to_recordset($1::json) AS a(id int, ts timestamptz) WHERE s.id = a.id`,
+          [JSON.stringify(inferred.slice(i, i + AMEND_BATCH).map((e) => ({ id: e.id, ts: e.timestamp })))])
+      }
       await writeStyles()
       await writeFolders()
       if (copier !== client) await copier.query('COMMIT')
       await writeInSpatialOrder(lanes, handle.kind)
       await buildIndexes(lanes)
+      await replaceIcons(client, icons)
       const version = await swapIn(client, summary, lock)
       // Committed: VACUUM marks the served table's pages all-visible, so that the box query's index-only
       // scan (migration 020) reads only the rows it answers with (before the commit, the import's own
@@ -358,6 +384,6 @@ async function databaseSink (handle: DatabaseHandle, summary: ImportSummary, loc
  */
 export async function importPlacemarks (handle: DatabaseHandle | null, chunks: AsyncIterable<string | Buffer>, options: ImportOptions & { swapLock?: Partial<SwapLockOptions> }): Promise<ImportSummary> {
   const summary = emptySummary({ ...options, dryRun: Boolean(options.dryRun || !handle) })
-  const sink = handle && !options.dryRun ? await databaseSink(handle, summary, { ...SWAP_LOCK, ...options.swapLock }) : dryRunSink(summary)
+  const sink = handle && !options.dryRun ? await databaseSink(handle, summary, { ...SWAP_LOCK, ...options.swapLock }, options.icons ?? []) : dryRunSink(summary)
   return runImport(chunks, sink, summary, options)
 }

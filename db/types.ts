@@ -21,6 +21,8 @@ export interface PlacemarkTable {
   event_sort: Date | null
   time_begin: Date | null
   time_end: Date | null
+  // The KML time element as written (migration 022): `{when}` for a TimeStamp, `{begin?, end?}` for a TimeSpan.
+  kml_time: ColumnType<Record<string, string> | null, string | null, string | null>
   created_at: ColumnType<Date, Date | string, never>
   // The summary as the API serializes it, the bounds' corners as exact float8, and the geometry's
   // positions packed for the box query's exact test (null for a point): migration 015.
@@ -36,6 +38,13 @@ export interface StyleTable {
   id: string
   kind: 'Style' | 'StyleMap'
   definition: ColumnType<Record<string, string>, string, string>
+}
+
+// The dataset's images (migration 023): a KMZ's icons at their paths in the archive.
+export interface DatasetIconTable {
+  name: string
+  content_type: string
+  data: Buffer
 }
 
 export interface FolderTable {
@@ -226,6 +235,7 @@ export interface Database {
   placemarks: PlacemarkTable
   styles: StyleTable
   folders: FolderTable
+  dataset_icons: DatasetIconTable
   dataset: DatasetTable
   activity_events: ActivityEventTable
   activity_daily: ActivityDailyTable

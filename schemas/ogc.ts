@@ -1,19 +1,14 @@
 import type { Static } from '@sinclair/typebox'
 import { Type } from '../lib/typebox.ts'
 import { Nullable } from './common.ts'
-import { Geometry } from './geojson.ts'
+import { Geometry, Link, PlacemarkStyle } from './geojson.ts'
 import { GeometryType, KeyValue } from './placemarks.ts'
 
 // OGC API - Features - Part 1: Core (OGC 17-069r4), the shapes its JSON and GeoJSON answers take.
 
 export const OGC_COLLECTION = 'placemarks'
 
-export const Link = Type.Object({
-  href: Type.String({ format: 'uri', description: 'The link target, an absolute URL', examples: ['http://localhost:8080/ogc/collections'] }),
-  rel: Type.String({ description: 'The relation (self, next, prev, collection, data, conformance, service-desc, ...)', examples: ['data'] }),
-  type: Type.Optional(Type.String({ description: 'Media type of the target', examples: ['application/json'] })),
-  title: Type.Optional(Type.String({ description: 'What the target is, in words', examples: ['The feature collections'] }))
-}, { title: 'OgcLink', additionalProperties: false })
+export { Link }
 export type LinkT = Static<typeof Link>
 
 const links = Type.Array(Link, { description: 'Links to this resource and its neighbours' })
@@ -69,7 +64,8 @@ const OgcProperties = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   extended_data: Type.Optional(Type.Array(KeyValue)),
   time_begin: Nullable(Type.String({ format: 'date-time', description: 'Start of the KML TimeStamp or TimeSpan (UTC); null when open or absent' })),
-  time_end: Nullable(Type.String({ format: 'date-time', description: 'End of the KML TimeStamp or TimeSpan (UTC), inclusive; null when open or absent' }))
+  time_end: Nullable(Type.String({ format: 'date-time', description: 'End of the KML TimeStamp or TimeSpan (UTC), inclusive; null when open or absent' })),
+  style: Type.Optional(PlacemarkStyle)
 }, { additionalProperties: false })
 
 export const OgcFeature = Type.Object({
@@ -89,7 +85,18 @@ export const OgcFeatureCollection = Type.Object({
   links
 }, { title: 'OgcFeatureCollection', additionalProperties: false })
 
+// `f`, the answer's format as OGC API clients name it: these answers are JSON (GeoJSON for features) either way.
+const OgcFormat = Type.Optional(Type.Unsafe<'json' | 'geojson'>({
+  type: 'string',
+  enum: ['json', 'geojson'],
+  description: 'The answer\'s format, as OGC API clients send it: `json` or `geojson`, the same answer either way (an HTML answer is not offered)'
+}))
+
+/** The query of the OGC routes that take no other parameter. */
+export const OgcQuery = Type.Object({ f: OgcFormat }, { additionalProperties: false })
+
 export const ItemsQuery = Type.Object({
+  f: OgcFormat,
   limit: Type.Integer({ minimum: 1, maximum: 10000, default: 10, description: 'Page size, 1..10000 (default 10)', examples: [10] }),
   offset: Type.Integer({ minimum: 0, maximum: 2147483647, default: 0, description: 'Features to skip, >= 0 (default 0); the `next` and `prev` links carry it', examples: [0] }),
   bbox: Type.Optional(Type.String({
@@ -118,3 +125,10 @@ export const Queryables = Type.Object({
   properties: Type.Record(Type.String(), Type.Object({}, { additionalProperties: true })),
   additionalProperties: Type.Boolean()
 }, { title: 'OgcQueryables', description: 'A JSON Schema (draft 2020-12, with its `$schema` and `$id`) of the properties the items filter on', additionalProperties: true })
+
+// Its `$schema` and `$id` members are not listed, for the same reason.
+export const FeatureSchema = Type.Object({
+  type: Type.Literal('object'),
+  title: Type.String(),
+  properties: Type.Record(Type.String(), Type.Object({}, { additionalProperties: true }))
+}, { title: 'OgcFeatureSchema', description: 'A JSON Schema (draft 2020-12, with its `$schema` and `$id`) of a feature: its `type`, `id`, `geometry` and `properties`', additionalProperties: true })

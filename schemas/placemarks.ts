@@ -47,7 +47,10 @@ export const TimelineEvent = Type.Object({
   }, { description: 'The point, or the centre of a line\'s or polygon\'s bounding box' })),
   media_links: urls('URLs from the gx_media_links data field'),
   placemark_id: Type.Integer({ description: 'The placemark this event is', examples: [4] }),
-  folder_path: folderPath
+  folder_path: folderPath,
+  time_inferred: Type.Optional(Type.Literal(true, {
+    description: 'Present (true) when the name\'s time had no AM/PM and an hour of 1..12, and took AM or PM from the nearest placemark of the same date that has one (the earlier on a tie)'
+  }))
 }, { $id: 'TimelineEvent', title: 'TimelineEvent', description: 'A placemark whose name starts with a date' })
 
 export const ListQuery = Type.Object({

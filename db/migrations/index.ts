@@ -20,6 +20,8 @@ import * as placemarkBoxFunction from './018_placemark_box_function.ts'
 import * as placemarkBoxLazyTest from './019_placemark_box_lazy_test.ts'
 import * as placemarkBoxIndexOnly from './020_placemark_box_index_only.ts'
 import * as activityOverview from './021_activity_overview.ts'
+import * as placemarkTimes from './022_placemark_times.ts'
+import * as datasetIcons from './023_dataset_icons.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -43,5 +45,7 @@ export const migrations: Record<string, Migration> = {
   '018_placemark_box_function': placemarkBoxFunction,
   '019_placemark_box_lazy_test': placemarkBoxLazyTest,
   '020_placemark_box_index_only': placemarkBoxIndexOnly,
-  '021_activity_overview': activityOverview
+  '021_activity_overview': activityOverview,
+  '022_placemark_times': placemarkTimes,
+  '023_dataset_icons': datasetIcons
 }

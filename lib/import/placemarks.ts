@@ -3,14 +3,19 @@
  * database's, db/placemark-import.ts, or the dry run's). No SQL here.
  */
 import { readKmlBatches, type DecodeReport, type KmlLimits, type KmlPlacemark } from '../kml/reader.ts'
-import { parseNameDate } from '../timeline/name-date.ts'
+import { meridiemInstant, parseNameDate, type NameDate } from '../timeline/name-date.ts'
+import { MeridiemInference } from '../timeline/meridiem.ts'
 import { boundsOf, packGeometry } from '../geo/box.ts'
 import { hilbertKey } from '../geo/hilbert.ts'
-import { placemarkTime } from '../kml/time.ts'
+import { placemarkTime, writtenTime, type WrittenTime } from '../kml/time.ts'
+import type { KmzIcon } from '../kml/source.ts'
 
 export interface ImportOptions {
   timeZone: string
   source: string
+  // A KMZ's images (lib/kml/source.ts), stored with the dataset, and those its limits left out.
+  icons?: KmzIcon[]
+  skippedIcons?: { name: string; reason: string }[]
   dryRun?: boolean
   onProgress?: (placemarks: number) => void
   limits?: Partial<KmlLimits>
@@ -28,6 +33,10 @@ export interface ImportSummary {
   skipped: Record<string, number>
   timelineEvents: number
   timestampedEvents: number
+  // Timeline events whose time had no AM/PM and took it from a name of the same date.
+  inferredTimes: number
+  // A KMZ's images kept with the dataset (those left out are among `skipped`).
+  icons: number
   // The encoding the file was read in, and its invalid byte sequences (each read as U+FFFD).
   encoding: string | null
   invalidSequences: number
@@ -41,10 +50,10 @@ export interface ImportSummary {
 // are written to the placemarks table in.
 export const COLUMNS = ['id', 'name', 'description', 'style_id', 'folder_path', 'geometry_type', 'geometry', 'coordinates_raw',
   'media_links', 'extended_data', 'bbox', 'event_date', 'event_timestamp', 'event_sort', 'created_at', 'time_begin', 'time_end',
-  'shape', 'spatial_key'] as const
+  'kml_time', 'shape', 'spatial_key'] as const
 
 export type Row = [number, string, string | null, string | null, string[], string, string, string, string[], KmlPlacemark['extendedData'], string, string | null, string | null, string | null, string, string | null, string | null,
-  number[] | null, number]
+  WrittenTime | null, number[] | null, number]
 
 // The bounds as PostgreSQL's box text (upper right corner first). A point's corners are its position, whose
 // numbers its GeoJSON text already holds as JavaScript writes them (`[x,y]` at its end): most placemarks are
@@ -57,20 +66,24 @@ function boxText (g: KmlPlacemark['geometry'], b: ReturnType<typeof boundsOf>, g
   return `(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`
 }
 
-export function toRow (id: number, p: KmlPlacemark, timeZone: string, createdAt: string): Row {
+export function toRow (id: number, p: KmlPlacemark, timeZone: string, createdAt: string, when: NameDate | null = parseNameDate(p.name, timeZone)): Row {
   const b = boundsOf(p.geometry)
-  const when = parseNameDate(p.name, timeZone)
   const time = placemarkTime(p.time)
   const geometry = JSON.stringify(p.geometry)
   return [
     id, p.name, p.description, p.styleId, p.folderPath, p.geometry.type, geometry, p.coordinatesRaw,
     p.mediaLinks, p.extendedData, boxText(p.geometry, b, geometry),
     when?.date ?? null, when?.timestamp ?? null, when?.sortKey ?? null, createdAt, time.begin, time.end,
+    // The time element as written, for the export to write back.
+    writtenTime(p.time),
     // The geometry packed for the box query's exact test; a point's bounds decide by themselves.
     p.geometry.type === 'Point' ? null : packGeometry(p.geometry),
     hilbertKey((b.minLon + b.maxLon) / 2, (b.minLat + b.maxLat) / 2)
   ]
 }
+
+/** A timeline event whose name's time had no AM/PM and took one from a neighbour: its instant read so. */
+export interface InferredTime { id: number; timestamp: string }
 
 export interface StyleRecord { id: string; kind: 'Style' | 'StyleMap'; definition: Record<string, string> }
 export interface FolderRecord { id: number; name: string; path: string[] }
@@ -84,6 +97,8 @@ export interface Sink {
   placemark(row: Row): Promise<void> | undefined
   style(style: StyleRecord): Promise<void> | undefined
   folder(folder: FolderRecord): Promise<void> | undefined
+  // The events whose time was inferred, once the whole file is read (before finish).
+  inferredTimes(times: InferredTime[]): Promise<void>
   finish(summary: ImportSummary): Promise<number | null>
   abort(): Promise<void>
 }
@@ -113,6 +128,7 @@ export function dryRunSink (summary: ImportSummary): Sink {
       return undefined
     },
     folder: () => undefined,
+    inferredTimes: async () => {},
     finish: async () => null,
     abort: async () => {}
   }
@@ -134,6 +150,8 @@ export function emptySummary (options: ImportOptions): ImportSummary {
     skipped: {},
     timelineEvents: 0,
     timestampedEvents: 0,
+    inferredTimes: 0,
+    icons: options.icons?.length ?? 0,
     encoding: null,
     invalidSequences: 0,
     firstInvalidLine: null,
@@ -151,11 +169,21 @@ export async function runImport (chunks: AsyncIterable<string | Buffer>, sink: S
   const createdAt = new Date().toISOString()
   const skip = (reason: string) => { summary.skipped[reason] = (summary.skipped[reason] ?? 0) + 1 }
   const decoding: DecodeReport = { encoding: null, invalidSequences: 0, firstInvalidLine: null }
+  for (const icon of options.skippedIcons ?? []) skip(`KMZ image left out (${icon.reason})`)
+  // Ambiguous times in names (no AM/PM), read once their neighbours are known (SPEC: the timeline).
+  const inferred: InferredTime[] = []
+  const meridiems = new MeridiemInference<{ id: number; date: string; clock: NonNullable<NameDate['ambiguous']> }>((e, meridiem) => {
+    inferred.push({ id: e.id, timestamp: meridiemInstant(e.date, e.clock, meridiem, options.timeZone) })
+  })
   try {
     for await (const batch of readKmlBatches(chunks, { limits: options.limits, report: decoding })) {
       for (const item of batch) {
         if (item.kind === 'placemark') {
-          const row = toRow(summary.placemarks + 1, item.placemark, options.timeZone, createdAt)
+          const id = summary.placemarks + 1
+          const when = parseNameDate(item.placemark.name, options.timeZone)
+          if (when?.meridiem) meridiems.explicit(id, when.date, when.meridiem)
+          else if (when?.ambiguous) meridiems.ambiguous(id, when.date, { id, date: when.date, clock: when.ambiguous })
+          const row = toRow(id, item.placemark, options.timeZone, createdAt, when)
           summary.placemarks++
           summary.geometryTypes[row[5]]++
           if (row[13]) summary.timelineEvents++
@@ -184,6 +212,9 @@ export async function runImport (chunks: AsyncIterable<string | Buffer>, sink: S
       const name = ENCODING_NAMES[decoding.encoding ?? ''] ?? (decoding.encoding ?? '').toUpperCase()
       summary.skipped[`invalid ${name} byte sequences, read as U+FFFD (first at line ${decoding.firstInvalidLine})`] = decoding.invalidSequences
     }
+    meridiems.end()
+    summary.inferredTimes = inferred.length
+    if (inferred.length > 0) await sink.inferredTimes(inferred)
     summary.version = await sink.finish(summary)
   } catch (err) {
     await sink.abort()

@@ -7,10 +7,16 @@ export class KmlSourceError extends Error {
   override name = 'KmlSourceError'
 }
 
+/** An image a KMZ holds beside its KML (the icons its styles point to), kept at its path in the archive. */
+export interface KmzIcon { name: string; type: string; data: Buffer }
+
 export interface KmlSource {
   chunks: AsyncIterable<Buffer>
   kind: 'kml' | 'kmz'
   entryName?: string
+  // A KMZ's images within the limits (KMZ_ICON_LIMITS), and those left out with the reason; empty for a KML.
+  icons: KmzIcon[]
+  skippedIcons: { name: string; reason: string }[]
   // Bytes of KML to read: the file's size, or the size a KMZ entry declares (checked against the limits).
   size?: number
   close(): void
@@ -37,8 +43,26 @@ export const KMZ_LIMITS: Readonly<KmzLimits> = Object.freeze({
   ratioFreeBytes: 8 * MiB
 })
 
+/**
+ * The images a KMZ may bring: at most maxCount files of at most maxBytes each and maxTotalBytes in all, PNG,
+ * JPEG or GIF (by name and by content). Past a limit, or of another kind, an image is left out and named
+ * in the import's summary; the placemarks are imported all the same.
+ */
+export interface KmzIconLimits {
+  maxCount: number
+  maxBytes: number
+  maxTotalBytes: number
+}
+
+export const KMZ_ICON_LIMITS: Readonly<KmzIconLimits> = Object.freeze({
+  maxCount: 500,
+  maxBytes: MiB,
+  maxTotalBytes: 32 * MiB
+})
+
 export interface KmlSourceOptions {
   kmzLimits?: Partial<KmzLimits>
+  iconLimits?: Partial<KmzIconLimits>
 }
 
 // The end-of-central-directory record: its signature, its size without the comment, and how far
@@ -181,24 +205,94 @@ async function * counted (chunks: AsyncIterable<Buffer>, allowed: number, bomb: 
   }
 }
 
-function findKmlEntry (zip: yauzl.ZipFile): Promise<yauzl.Entry | null> {
+// The image kinds kept, by extension: their media type and the bytes each file must start with.
+const IMAGE_KINDS: Record<string, { type: string; magic: Buffer[] }> = {
+  png: { type: 'image/png', magic: [Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])] },
+  jpg: { type: 'image/jpeg', magic: [Buffer.from([0xff, 0xd8, 0xff])] },
+  jpeg: { type: 'image/jpeg', magic: [Buffer.from([0xff, 0xd8, 0xff])] },
+  gif: { type: 'image/gif', magic: [Buffer.from('GIF87a'), Buffer.from('GIF89a')] }
+}
+
+/** The media type of an image path a KMZ may hold (`images/icon-1.png`), or null. */
+export function iconType (name: string): string | null {
+  return IMAGE_KINDS[/\.([A-Za-z]+)$/.exec(name)?.[1]?.toLowerCase() ?? '']?.type ?? null
+}
+
+/**
+ * Whether a path is one an icon may be stored and served under: relative, `/`-separated, with no empty,
+ * `.` or `..` segment, no backslash or control character, at most 255 characters.
+ */
+export function isIconPath (name: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  if (name.length === 0 || name.length > 255 || /[\\\u0000-\u001f\u007f]/.test(name) || name.startsWith('/')) return false
+  return name.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..')
+}
+
+// The KML entry (doc.kml, or else the first .kml) and the images, from one pass over the central directory.
+function scanEntries (zip: yauzl.ZipFile): Promise<{ kml: yauzl.Entry | null; images: yauzl.Entry[] }> {
   return new Promise((resolve, reject) => {
+    let doc: yauzl.Entry | null = null
     let first: yauzl.Entry | null = null
-    const finish = (entry: yauzl.Entry | null) => {
-      zip.removeAllListeners('entry')
-      zip.removeAllListeners('end')
-      resolve(entry)
-    }
+    const images: yauzl.Entry[] = []
     zip.on('error', reject)
     zip.on('entry', (entry: yauzl.Entry) => {
       const name = entry.fileName
-      if (name.toLowerCase() === 'doc.kml') return finish(entry)
-      if (first === null && !name.endsWith('/') && name.toLowerCase().endsWith('.kml')) first = entry
+      if (name.toLowerCase() === 'doc.kml') doc ??= entry
+      else if (first === null && !name.endsWith('/') && name.toLowerCase().endsWith('.kml')) first = entry
+      else if (!name.endsWith('/') && iconType(name) !== null) images.push(entry)
       zip.readEntry()
     })
-    zip.on('end', () => finish(first))
+    zip.on('end', () => {
+      zip.removeAllListeners('entry')
+      zip.removeAllListeners('end')
+      resolve({ kml: doc ?? first, images })
+    })
     zip.readEntry()
   })
+}
+
+// Reads an entry whole, up to `limit` bytes (null past it).
+async function readEntry (zip: yauzl.ZipFile, entry: yauzl.Entry, limit: number): Promise<Buffer | null> {
+  const stream = await openEntry(zip, entry)
+  const parts: Buffer[] = []
+  let total = 0
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    total += chunk.length
+    if (total > limit) {
+      stream.destroy()
+      return null
+    }
+    parts.push(chunk)
+  }
+  return Buffer.concat(parts)
+}
+
+/** The archive's images within the limits, and the others with the reason they were left out. */
+async function readIcons (zip: yauzl.ZipFile, entries: yauzl.Entry[], limits: KmzIconLimits): Promise<{ icons: KmzIcon[]; skipped: { name: string; reason: string }[] }> {
+  const icons: KmzIcon[] = []
+  const skipped: { name: string; reason: string }[] = []
+  let total = 0
+  for (const entry of entries) {
+    const name = entry.fileName
+    const skip = (reason: string) => { skipped.push({ name, reason }) }
+    if (!isIconPath(name)) { skip('not a plain relative path'); continue }
+    if (icons.length >= limits.maxCount) { skip(`more than ${limits.maxCount} images`); continue }
+    if (entry.uncompressedSize > limits.maxBytes) { skip(`over ${bytes(limits.maxBytes)}`); continue }
+    if (total + entry.uncompressedSize > limits.maxTotalBytes) { skip(`past ${bytes(limits.maxTotalBytes)} of images in all`); continue }
+    let data: Buffer | null
+    try {
+      data = await readEntry(zip, entry, Math.min(limits.maxBytes, entry.uncompressedSize))
+    } catch (err) {
+      skip(`unreadable: ${reason(err)}`)
+      continue
+    }
+    if (data === null) { skip('inflates past its declared size'); continue }
+    const kind = IMAGE_KINDS[/\.([A-Za-z]+)$/.exec(name)![1].toLowerCase()]
+    if (!kind.magic.some((m) => data.subarray(0, m.length).equals(m))) { skip(`not a ${kind.type} image`); continue }
+    total += data.length
+    icons.push({ name, type: kind.type, data })
+  }
+  return { icons, skipped }
 }
 
 function openEntry (zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Readable> {
@@ -207,7 +301,7 @@ function openEntry (zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Readable> {
   })
 }
 
-async function openKmz (path: string, limits: KmzLimits): Promise<KmlSource> {
+async function openKmz (path: string, limits: KmzLimits, iconLimits: KmzIconLimits): Promise<KmlSource> {
   const corrupt = (err: unknown) => new KmlSourceError(`cannot read KMZ ${path}: ${reason(err)}`)
   let zip: yauzl.ZipFile
   try {
@@ -221,8 +315,9 @@ async function openKmz (path: string, limits: KmzLimits): Promise<KmlSource> {
     zip.close()
   }
   try {
-    const entry = await findKmlEntry(zip)
+    const { kml: entry, images } = await scanEntries(zip)
     if (entry === null) throw new KmlSourceError(`no .kml file inside ${path}`)
+    const { icons, skipped: skippedIcons } = await readIcons(zip, images, iconLimits)
     const allowed = checkEntrySize(path, entry, limits)
     const found = entry
     const bomb = () => new KmlSourceError(`refusing KMZ ${path}: ${found.fileName} inflates to more than its declared ${found.uncompressedSize} bytes; the archive is corrupt or a zip bomb`)
@@ -232,7 +327,7 @@ async function openKmz (path: string, limits: KmzLimits): Promise<KmlSource> {
     zip.on('error', () => {})
     // The zip reader stops an entry at its declared size too; either way the message is the same.
     const describe = (err: unknown) => (/too many bytes in the stream/.test(reason(err)) ? bomb() : corrupt(err))
-    return { chunks: guard(counted(stream, allowed, bomb), describe, close), kind: 'kmz', entryName: entry.fileName, size: entry.uncompressedSize, close }
+    return { chunks: guard(counted(stream, allowed, bomb), describe, close), kind: 'kmz', entryName: entry.fileName, size: entry.uncompressedSize, icons, skippedIcons, close }
   } catch (err) {
     close()
     throw err instanceof KmlSourceError ? err : corrupt(err)
@@ -279,7 +374,7 @@ export async function openKmlSource (path: string, options: KmlSourceOptions = {
     const info = await stat(path)
     if (!info.isFile()) throw new KmlSourceError(`not a file: ${path}`)
     size = info.size
-    if (await isZip(path)) return await openKmz(path, limits)
+    if (await isZip(path)) return await openKmz(path, limits, { ...KMZ_ICON_LIMITS, ...options.iconLimits })
   } catch (err) {
     if (err instanceof KmlSourceError) throw err
     const code = (err as NodeJS.ErrnoException).code
@@ -291,5 +386,5 @@ export async function openKmlSource (path: string, options: KmlSourceOptions = {
   if (refusal) throw new KmlSourceError(`${path} is not a KML or KMZ file: ${refusal}`)
   const stream = createReadStream(path, { highWaterMark: HIGH_WATER_MARK })
   const close = () => stream.destroy()
-  return { chunks: guard(stream, (err) => new KmlSourceError(`cannot read ${path}: ${reason(err)}`), close), kind: 'kml', size, close }
+  return { chunks: guard(stream, (err) => new KmlSourceError(`cannot read ${path}: ${reason(err)}`), close), kind: 'kml', size, icons: [], skippedIcons: [], close }
 }

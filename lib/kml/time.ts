@@ -58,3 +58,20 @@ export function placemarkTime (time: { when?: string; begin?: string; end?: stri
     end: time.end === undefined ? null : kmlTimeRange(time.end)?.end ?? null
   }
 }
+
+/** A placemark's time as written: a TimeStamp's `when`, or a TimeSpan's `begin` and `end` (either may be absent). */
+export type WrittenTime = { when: string } | { begin?: string; end?: string }
+
+/**
+ * The element and texts placemarkTime read the placemark's time from (only the values that name a
+ * period), so that it can be written back as it came: `<TimeStamp><when>1997</when>` stays that. Null
+ * when the placemark has no time.
+ */
+export function writtenTime (time: { when?: string; begin?: string; end?: string } | undefined): WrittenTime | null {
+  if (time === undefined) return null
+  if (time.when !== undefined && kmlTimeRange(time.when)) return { when: time.when.trim() }
+  const span: { begin?: string; end?: string } = {}
+  if (time.begin !== undefined && kmlTimeRange(time.begin)) span.begin = time.begin.trim()
+  if (time.end !== undefined && kmlTimeRange(time.end)) span.end = time.end.trim()
+  return span.begin === undefined && span.end === undefined ? null : span
+}

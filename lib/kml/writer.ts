@@ -3,6 +3,7 @@
  * what this writes into the same placemarks, styles and folders. Pure code: the rows come in batches from
  * whoever reads them (db/placemark-export.ts), and at most one batch is held at a time.
  */
+import type { WrittenTime } from './time.ts'
 
 export interface ExportPlacemark {
   id: number
@@ -19,6 +20,8 @@ export interface ExportPlacemark {
   // ISO 8601 instants or KML dates, when the dataset stores a placemark's own time (TimeStamp/TimeSpan).
   timeBegin?: string | null
   timeEnd?: string | null
+  // The time element as it was written, which wins over timeBegin/timeEnd: `{when}` a TimeStamp, `{begin, end}` a TimeSpan.
+  time?: WrittenTime | null
 }
 export interface ExportStyle { id: string; kind: 'Style' | 'StyleMap'; definition: Record<string, string> }
 // A folder as stored: ids follow the document order of the <Folder> start tags.
@@ -214,9 +217,20 @@ function geometryXml (p: ExportPlacemark): string {
   return `<${p.geometryType}><coordinates>${escapeText(raw)}</coordinates></${p.geometryType}>`
 }
 
-function timeXml (begin: string | null | undefined, end: string | null | undefined): string {
+function timeXml (p: ExportPlacemark): string {
+  const written = p.time
+  if (written) {
+    if ('when' in written) return `<TimeStamp><when>${escapeText(written.when)}</when></TimeStamp>`
+    if (written.begin !== undefined || written.end !== undefined) return spanXml(written.begin, written.end)
+  }
+  const begin = p.timeBegin
+  const end = p.timeEnd
   if (!begin && !end) return ''
   if (begin && begin === end) return `<TimeStamp><when>${escapeText(begin)}</when></TimeStamp>`
+  return spanXml(begin, end)
+}
+
+function spanXml (begin: string | null | undefined, end: string | null | undefined): string {
   return `<TimeSpan>${begin ? `<begin>${escapeText(begin)}</begin>` : ''}${end ? `<end>${escapeText(end)}</end>` : ''}</TimeSpan>`
 }
 
@@ -224,7 +238,7 @@ function timeXml (begin: string | null | undefined, end: string | null | undefin
 export function placemarkXml (p: ExportPlacemark): string {
   let out = `<Placemark id="p${p.id}"><name>${escapeText(p.name)}</name>`
   if (p.description !== null) out += `<description>${markupText(p.description)}</description>`
-  out += timeXml(p.timeBegin, p.timeEnd)
+  out += timeXml(p)
   if (p.styleId !== null) out += `<styleUrl>#${escapeText(p.styleId)}</styleUrl>`
   if (p.extendedData.length > 0 || p.mediaLinks.length > 0) {
     out += '<ExtendedData>'

@@ -9,6 +9,13 @@ export interface NameDate {
   sortKey: string
   /** A '~' stood before the time. */
   approximate: boolean
+  /** The AM or PM written after the time, when one is. */
+  meridiem?: 'am' | 'pm'
+  /**
+   * An `M/D/YYYY` time with no AM/PM and an hour of 1..12: the clock as written. `timestamp` reads it as
+   * 24-hour; the timeline reads it as AM or PM from its neighbours (lib/timeline/meridiem.ts).
+   */
+  ambiguous?: { hour: number; minute: number; second: number }
 }
 
 // \s already covers U+00A0 and tabs; spelled out so the intent survives edits.
@@ -126,5 +133,15 @@ export function parseNameDate (name: string, timeZone: string): NameDate | null 
     instant = zonedToUtc(y, mo, d, hour, minute, second, timeZone).getTime()
   }
   const timestamp = toIso(instant)
-  return { date, timestamp, sortKey: timestamp, approximate }
+  const out: NameDate = { date, timestamp, sortKey: timestamp, approximate }
+  if (meridiem !== undefined) out.meridiem = meridiem === 'p' ? 'pm' : 'am'
+  else if (!isIso && hour >= 1 && hour <= 12) out.ambiguous = { hour, minute, second }
+  return out
+}
+
+/** The UTC instant (as `timestamp` writes it) of a local date `YYYY-MM-DD` and a 12-hour clock read as AM or PM. */
+export function meridiemInstant (date: string, clock: { hour: number; minute: number; second: number }, meridiem: 'am' | 'pm', timeZone: string): string {
+  const [y, mo, d] = date.split('-').map(Number)
+  const hour = (clock.hour % 12) + (meridiem === 'pm' ? 12 : 0)
+  return toIso(zonedToUtc(y, mo, d, hour, clock.minute, clock.second, timeZone).getTime())
 }

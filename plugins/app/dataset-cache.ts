@@ -105,8 +105,8 @@ function canonical (values: unknown): string {
   keys.sort()
   let out = ''
   for (const key of keys) {
-    // The content type is the key's variant, not a parameter: ?format=geojson and Accept: application/geo+json are one answer.
-    if (key !== 'format') out += `${key}=${JSON.stringify((values as Record<string, unknown>)[key])}&`
+    // The content type is the key's variant, not a parameter: ?format=geojson, ?f=geojson and Accept: application/geo+json are one answer.
+    if (key !== 'format' && key !== 'f') out += `${key}=${JSON.stringify((values as Record<string, unknown>)[key])}&`
   }
   return out
 }

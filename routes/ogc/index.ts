@@ -1,19 +1,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { answer, errors, fail } from '../../schemas/common.ts'
 import {
-  Collection, Collections, Conformance, FeatureParams, ItemsQuery, LandingPage, OGC_COLLECTION, OgcFeature, OgcFeatureCollection, Queryables,
+  Collection, Collections, Conformance, FeatureParams, FeatureSchema, ItemsQuery, LandingPage, OGC_COLLECTION, OgcFeature, OgcFeatureCollection, OgcQuery, Queryables,
   type CollectionT, type LinkT
 } from '../../schemas/ogc.ts'
 import { filteredPlacemarks, placemarkExtent, placemarkTimeExtent, placemarkTimeOf, type ItemFilter } from '../../db/ogc.ts'
 import { getPlacemark } from '../../db/placemarks.ts'
 import { HttpError } from '../../lib/errors.ts'
-import { collectionText, GEOJSON_TYPE, placemarkFeature } from '../../lib/geo/geojson.ts'
+import { collectionText, GEOJSON_TYPE, styledPlacemarkFeature } from '../../lib/geo/geojson.ts'
 import type { Box } from '../../lib/geo/box.ts'
 import { kmlTimeRange } from '../../lib/kml/time.ts'
 import { openapiExamples } from '../../plugins/app/geojson.ts'
 
 const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
 const JSON_TYPE = 'application/json'
+const SCHEMA_TYPE = 'application/schema+json'
 const OPENAPI_TYPE = 'application/vnd.oai.openapi+json;version=3.0'
 export const CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core',
@@ -42,7 +43,8 @@ export function parseBbox (text: string): Box {
  */
 export function parseDatetime (text: string): { from: string | null; to: string | null } {
   const bad = () => new HttpError(400, 'querystring/datetime must be an RFC 3339 date-time or date, or an interval start/end with .. for an open end')
-  const parts = text.split('/')
+  // GDAL's OAPIF driver writes a date it pushes down from a DateTime field's filter as `2017-10-01T`: the date.
+  const parts = text.split('/').map((part) => part.replace(/^(\d{4}-\d{2}-\d{2})T$/, '$1'))
   if (parts.length > 2) throw bad()
   const open = (v: string) => v === '..' || v === ''
   if (parts.length === 1) {
@@ -84,7 +86,10 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
       links: [
         link(collectionUrl, 'self', JSON_TYPE, 'This collection'),
         link(`${collectionUrl}/items`, 'items', GEOJSON_TYPE, 'The placemarks'),
-        link(`${collectionUrl}/queryables`, 'http://www.opengis.net/def/rel/ogc/1.0/queryables', 'application/schema+json', 'The properties to filter on')
+        link(`${collectionUrl}/queryables`, 'http://www.opengis.net/def/rel/ogc/1.0/queryables', 'application/schema+json', 'The properties to filter on'),
+        link(`${collectionUrl}/schema`, 'describedby', SCHEMA_TYPE, 'The JSON Schema of the features'),
+        // The same, under the spelling GDAL's OAPIF driver (QGIS) looks for: it types the fields from it.
+        link(`${collectionUrl}/schema`, 'describedBy', SCHEMA_TYPE, 'The JSON Schema of the features')
       ]
     }
   }
@@ -97,6 +102,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags,
       operationId: 'ogcLandingPage',
+      querystring: OgcQuery,
       summary: 'OGC API - Features landing page',
       description: 'The entry point GIS clients (QGIS, GDAL\'s OAPIF driver) are given: links to the API definition, the conformance classes and the collections.',
       response: { 200: answer(LandingPage, 'The landing page with its links'), ...common }
@@ -118,6 +124,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags,
       operationId: 'ogcConformance',
+      querystring: OgcQuery,
       summary: 'OGC API - Features conformance classes',
       description: 'The conformance classes implemented: Core, GeoJSON and OpenAPI 3.0.',
       response: { 200: answer(Conformance, 'The conformance classes'), ...common }
@@ -142,6 +149,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags,
       operationId: 'ogcCollections',
+      querystring: OgcQuery,
       summary: 'The feature collections',
       description: 'The one collection, `placemarks`, with its spatial extent and its temporal extent (the KML times of its placemarks; `[[null, null]]` when none has a time).',
       response: { 200: answer(Collections, 'The collections'), ...common }
@@ -156,6 +164,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags,
       operationId: 'ogcPlacemarksCollection',
+      querystring: OgcQuery,
       summary: 'The placemarks collection',
       description: 'The `placemarks` collection: its spatial extent (the data\'s bounding box in CRS84) and links to its items and queryables.',
       response: { 200: answer(Collection, 'The collection'), ...common }
@@ -167,8 +176,9 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags,
       operationId: 'ogcPlacemarksQueryables',
+      querystring: OgcQuery,
       summary: 'The properties the items can be filtered on',
-      description: 'A JSON Schema of the properties with a filter parameter on the items: `folder` (a name in `folder_path`) and `geometry_type`.',
+      description: 'A JSON Schema of the properties with a filter parameter on the items: `folder` (a name in `folder_path`) and `geometry_type`, and `time_begin`/`time_end` (date-time), which `datetime` filters on.',
       response: {
         200: {
           description: 'The queryables (JSON Schema)',
@@ -186,11 +196,64 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
       properties: {
         geometry: { $ref: 'https://geojson.org/schema/Geometry.json' },
         folder: { type: 'string', title: 'A folder name at any level of folder_path' },
-        geometry_type: { type: 'string', enum: ['Point', 'LineString', 'Polygon'], title: 'The KML geometry' }
+        geometry_type: { type: 'string', enum: ['Point', 'LineString', 'Polygon'], title: 'The KML geometry' },
+        time_begin: { type: 'string', format: 'date-time', title: 'The start of the KML time (UTC); filtered with `datetime`' },
+        time_end: { type: 'string', format: 'date-time', title: 'The end of the KML time (UTC); filtered with `datetime`' }
       },
       additionalProperties: false
     }
-    return reply.type('application/schema+json').send(Buffer.from(JSON.stringify(body)) as never)
+    return reply.type(SCHEMA_TYPE).send(Buffer.from(JSON.stringify(body)) as never)
+  })
+
+  app.get(`/collections/${OGC_COLLECTION}/schema`, {
+    config: { datasetCache: true },
+    schema: {
+      tags,
+      operationId: 'ogcPlacemarksSchema',
+      summary: 'The JSON Schema of the features',
+      description: 'A JSON Schema (draft 2020-12) of a placemark feature and its properties, linked from the collection as `describedby`. GIS clients type their fields from it: ' +
+        '`created_at`, `time_begin` and `time_end` are date-times, `folder_path` and `media_links` lists of strings. Each property has one type; a property that may be absent is null then (its description says so).',
+      querystring: OgcQuery,
+      response: {
+        200: {
+          description: 'The features\' JSON Schema',
+          content: { [SCHEMA_TYPE]: { schema: openapiExamples(FeatureSchema) } }
+        },
+        ...common
+      }
+    }
+  }, async (_request, reply) => {
+    const text = (title: string) => ({ type: 'string', title })
+    const strings = (title: string) => ({ type: 'array', items: { type: 'string' }, title })
+    const body = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      $id: `${collectionUrl}/schema`,
+      type: 'object' as const,
+      title: 'Placemark',
+      properties: {
+        type: { type: 'string', enum: ['Feature'] },
+        id: { type: 'integer', title: 'The placemark id' },
+        geometry: { $ref: 'https://geojson.org/schema/Geometry.json' },
+        properties: {
+          type: 'object',
+          // `id` is left out here: GDAL takes it from the features, and a second definition would give it two fields of that name.
+          properties: {
+            name: text('The name as written in the KML'),
+            description: text('The KML description (may hold HTML); null when absent'),
+            style_id: text('The styleUrl without its #; null when absent'),
+            folder_path: strings('The enclosing folder names, outermost first'),
+            geometry_type: { type: 'string', enum: ['Point', 'LineString', 'Polygon'], title: 'The KML geometry' },
+            coordinates_raw: text('The KML coordinates text; null when absent'),
+            media_links: strings('The gx_media_links URLs'),
+            created_at: { type: 'string', format: 'date-time', title: 'When the placemark was imported (UTC)' },
+            time_begin: { type: 'string', format: 'date-time', title: 'The start of the KML time (UTC); null when open or absent' },
+            time_end: { type: 'string', format: 'date-time', title: 'The end of the KML time (UTC), inclusive; null when open or absent' }
+          }
+        }
+      }
+    }
+    reply.type(SCHEMA_TYPE)
+    return Buffer.from(JSON.stringify(body)) as never
   })
 
   app.get(`/collections/${OGC_COLLECTION}/items`, {
@@ -232,7 +295,8 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
     const links = [link(url(offset), 'self', GEOJSON_TYPE, 'This page'), link(collectionUrl, 'collection', JSON_TYPE, 'The collection')]
     if (offset + placemarks.length < matched) links.push(link(url(offset + limit), 'next', GEOJSON_TYPE, 'The next page'))
     if (offset > 0) links.push(link(url(Math.max(0, offset - limit)), 'prev', GEOJSON_TYPE, 'The previous page'))
-    return reply.geojson(collectionText(placemarks.map(placemarkFeature), {
+    // The properties of the GeoJSON answers, the resolved KML style included, with the KML time.
+    return reply.geojson(collectionText(placemarks.map(styledPlacemarkFeature(await app.tiles.styles())), {
       numberMatched: matched,
       numberReturned: placemarks.length,
       timeStamp: new Date().toISOString(),
@@ -245,6 +309,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags,
       operationId: 'ogcPlacemarkItem',
+      querystring: OgcQuery,
       summary: 'One placemark as a GeoJSON feature',
       description: 'The placemark with this id as a Feature, with its extended data among the properties; 404 for an id that is not a placemark\'s.',
       params: FeatureParams,
@@ -262,7 +327,7 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
       link(`${collectionUrl}/items/${id}`, 'self', GEOJSON_TYPE, 'This feature'),
       link(collectionUrl, 'collection', JSON_TYPE, 'The collection')
     ]
-    const feature = placemarkFeature({ ...placemark, ...time })
+    const feature = styledPlacemarkFeature(await app.tiles.styles())({ ...placemark, ...time })
     return reply.geojson(`${feature.slice(0, -1)},"links":${JSON.stringify(links)}}`)
   })
 }

@@ -35,7 +35,7 @@ const BODILESS = new Set(['204', '301', '302', '303', '304', '307', '308'])
 const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after']
 
 /** The document's path of a Fastify route URL: `:id` as `{id}`. */
-export const documentPath = (url: string) => url.replace(/:(\w+)/g, '{$1}')
+export const documentPath = (url: string) => url.replace(/:(\w+)/g, '{$1}').replace(/\*$/, '{*}')
 
 function parameterProblems (p: Parameter): string[] {
   const problems: string[] = []

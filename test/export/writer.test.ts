@@ -88,3 +88,16 @@ t.test('a large export comes in chunks of bounded size', async (t) => {
   t.ok(chunks.every((c) => c.length < 300 * 1024), 'each of about 256 KiB at most')
   t.equal((await read(chunks.join(''))).length, 3000)
 })
+
+t.test('a time is written as the element it came in, at its precision; without the written form, from the instants', async (t) => {
+  const time = (extra: Partial<ExportPlacemark>) => /<Time(?:Stamp|Span)>.*<\/Time(?:Stamp|Span)>/.exec(placemarkXml(placemark(1, [], extra)))?.[0] ?? null
+  t.equal(time({ time: { when: '1997' }, timeBegin: '1997-01-01T00:00:00.000Z', timeEnd: '1997-12-31T23:59:59.999Z' }), '<TimeStamp><when>1997</when></TimeStamp>')
+  t.equal(time({ time: { begin: '2017-09', end: '2017-10-01' } }), '<TimeSpan><begin>2017-09</begin><end>2017-10-01</end></TimeSpan>')
+  t.equal(time({ time: { end: '2017-10-01T12:00Z' } }), '<TimeSpan><end>2017-10-01T12:00Z</end></TimeSpan>')
+  t.equal(time({ time: null, timeBegin: '2017-10-02T05:09:48.000Z', timeEnd: '2017-10-02T05:09:48.000Z' }), '<TimeStamp><when>2017-10-02T05:09:48.000Z</when></TimeStamp>')
+  t.equal(time({ timeBegin: '1997-01-01T00:00:00.000Z', timeEnd: null }), '<TimeSpan><begin>1997-01-01T00:00:00.000Z</begin></TimeSpan>')
+  t.equal(time({}), null)
+  // Read back: the reader sees the same element and text.
+  const [item] = await read(`<kml><Document>${placemarkXml(placemark(1, [], { time: { when: '2017-10' } }))}</Document></kml>`)
+  t.same(item.kind === 'placemark' ? item.placemark.time : null, { when: '2017-10' })
+})

@@ -2,7 +2,7 @@ import t from 'tap'
 import { Readable } from 'node:stream'
 import { buildTestApp, openTestDatabase } from '../helper.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
-import { kmlTimeRange, placemarkTime } from '../../lib/kml/time.ts'
+import { kmlTimeRange, placemarkTime, writtenTime } from '../../lib/kml/time.ts'
 
 t.test('every KML date form as the period it names', async (t) => {
   const cases: [string, [string, string] | null][] = [
@@ -26,6 +26,12 @@ t.test('every KML date form as the period it names', async (t) => {
   t.same(placemarkTime({ begin: '2017-10', end: '2017-10-02' }), { begin: '2017-10-01T00:00:00.000Z', end: '2017-10-02T23:59:59.999Z' })
   t.same(placemarkTime({ begin: '2017' }), { begin: '2017-01-01T00:00:00.000Z', end: null })
   t.same(placemarkTime({ end: 'not a date' }), { begin: null, end: null })
+  // The written form kept for the export: the element and the texts the period was read from.
+  t.same(writtenTime(undefined), null)
+  t.same(writtenTime({ when: ' 1997 ' }), { when: '1997' })
+  t.same(writtenTime({ when: 'soon', begin: '2017-10', end: 'later' }), { begin: '2017-10' })
+  t.same(writtenTime({ begin: '2017', end: '2018-02' }), { begin: '2017', end: '2018-02' })
+  t.same(writtenTime({ when: 'yesterday' }), null)
 })
 
 const kml = `<?xml version="1.0" encoding="UTF-8"?>

@@ -47,7 +47,7 @@ t.test('OGC API - Features on PostgreSQL with the Vegas KMZ', { skip: vegasAbsen
     t.same(collection.extent.temporal.interval, [[null, null]])
     const queryables = await get('/ogc/collections/placemarks/queryables')
     t.match(queryables.headers['content-type'], /^application\/schema\+json/)
-    t.same(Object.keys(queryables.json().properties), ['geometry', 'folder', 'geometry_type'])
+    t.same(Object.keys(queryables.json().properties), ['geometry', 'folder', 'geometry_type', 'time_begin', 'time_end'])
   })
 
   t.test('items: paging with links, the same features as the GeoJSON list', async (t) => {

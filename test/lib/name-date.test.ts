@@ -1,5 +1,6 @@
 import t from 'tap'
-import { parseNameDate } from '../../lib/timeline/name-date.ts'
+import { meridiemInstant, parseNameDate } from '../../lib/timeline/name-date.ts'
+import { MeridiemInference } from '../../lib/timeline/meridiem.ts'
 import { isValidTimeZone, zonedToUtc } from '../../lib/timeline/timezone.ts'
 
 const LA = 'America/Los_Angeles'
@@ -7,13 +8,13 @@ const ts = (name: string, tz = LA) => parseNameDate(name, tz)?.timestamp
 
 t.test('spec examples', async (t) => {
   t.same(parseNameDate('10/1/2017\u0020\u00a010:09:48 PM - 5, 6 - Shots fired', LA), {
-    date: '2017-10-01', timestamp: '2017-10-02T05:09:48Z', sortKey: '2017-10-02T05:09:48Z', approximate: false
+    date: '2017-10-01', timestamp: '2017-10-02T05:09:48Z', sortKey: '2017-10-02T05:09:48Z', approximate: false, meridiem: 'pm'
   })
   t.same(parseNameDate('10/1/2017 22:15 - Title', LA), {
     date: '2017-10-01', timestamp: '2017-10-02T05:15:00Z', sortKey: '2017-10-02T05:15:00Z', approximate: false
   })
   t.same(parseNameDate('10/1/2017 ~9:40 PM - Title', LA), {
-    date: '2017-10-01', timestamp: '2017-10-02T04:40:00Z', sortKey: '2017-10-02T04:40:00Z', approximate: true
+    date: '2017-10-01', timestamp: '2017-10-02T04:40:00Z', sortKey: '2017-10-02T04:40:00Z', approximate: true, meridiem: 'pm'
   })
   t.same(parseNameDate('10/2/2017 - Title', LA), {
     date: '2017-10-02', timestamp: null, sortKey: '2017-10-02T07:00:00Z', approximate: false
@@ -27,6 +28,41 @@ t.test('spec examples', async (t) => {
   t.equal(parseNameDate('Stage area', LA), null)
   t.equal(parseNameDate('', LA), null)
   t.equal(parseNameDate('Route 10/1/2017', LA), null)
+})
+
+t.test('a M/D/YYYY time with no AM/PM and an hour of 1..12 is ambiguous: read as 24-hour, its clock kept for the timeline', async (t) => {
+  t.same(parseNameDate('10/1/2017  10:02:52 - 1st Shots', LA), {
+    date: '2017-10-01', timestamp: '2017-10-01T17:02:52Z', sortKey: '2017-10-01T17:02:52Z', approximate: false, ambiguous: { hour: 10, minute: 2, second: 52 }
+  })
+  t.same(parseNameDate('10/1/2017 ~12:05 - x', LA)?.ambiguous, { hour: 12, minute: 5, second: 0 })
+  for (const name of ['10/1/2017 0:30 - x', '10/1/2017 13:05 - x', '10/1/2017 10:02 PM - x', '2017-10-01 10:02 - x', '2017-10-01T10:02:00Z - x']) {
+    t.equal(parseNameDate(name, LA)?.ambiguous, undefined, `${name}: not ambiguous`)
+  }
+  t.equal(meridiemInstant('2017-10-01', { hour: 10, minute: 2, second: 52 }, 'pm', LA), '2017-10-02T05:02:52Z')
+  t.equal(meridiemInstant('2017-10-01', { hour: 12, minute: 5, second: 0 }, 'am', LA), '2017-10-01T07:05:00Z', '12 AM is midnight')
+  t.equal(meridiemInstant('2017-10-01', { hour: 12, minute: 5, second: 0 }, 'pm', LA), '2017-10-01T19:05:00Z', '12 PM is noon')
+})
+
+t.test('the AM/PM of the nearest name of the same date with one, the earlier on a tie; none: 24-hour', async (t) => {
+  const decide = (names: string[]) => {
+    const out = new Map<number, string>()
+    const inference = new MeridiemInference<number>((i, m) => out.set(i, m))
+    names.forEach((name, i) => {
+      const when = parseNameDate(name, LA)
+      if (when?.meridiem) inference.explicit(i, when.date, when.meridiem)
+      else if (when?.ambiguous) inference.ambiguous(i, when.date, i)
+    })
+    inference.end()
+    return names.map((_, i) => out.get(i) ?? null)
+  }
+  t.same(decide(['10/1/2017 10:02:44 PM - a', '10/1/2017  10:02:52 - b', '10/1/2017 10:03 PM - c']), [null, 'pm', null], 'between two PMs')
+  t.same(decide(['10/1/2017 9:00 AM - a', '10/1/2017 10:00 - b', '10/1/2017 11:00 PM - c']), [null, 'am', null], 'a tie: the earlier')
+  t.same(decide(['10/1/2017 9:00 AM - a', 'x', '10/1/2017 10:00 - b', '10/1/2017 11:00 PM - c']), [null, null, 'pm', null], 'the nearer, after it')
+  t.same(decide(['10/1/2017 10:00 - b', '10/1/2017 10:30 - c', 'x', '10/1/2017 11:00 PM - d']), ['pm', 'pm', null, null], 'only after')
+  t.same(decide(['10/1/2017 10:00 PM - a', '10/2/2017 10:00 - b']), [null, null], 'another date: 24-hour')
+  t.same(decide(['10/2/2017 10:00 - b', '10/1/2017 10:00 PM - a', '10/2/2017 9:00 AM - c']), ['am', null, null], 'the same date only')
+  t.same(decide(['10/1/2017 10:00 PM - a', '10/1/2017 10:10 - b', 'x', 'x', 'x']), [null, 'pm', null, null, null], 'only before, decided at the end')
+  t.same(decide(['10/3/2017 9:00 - a', '10/3/2017 19:30 - b']), [null, null], 'a 24-hour neighbour is no AM/PM')
 })
 
 t.test('UTC zone keeps the written time', async (t) => {

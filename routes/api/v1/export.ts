@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import yazl from 'yazl'
 import { errors, fail, type Headers } from '../../../schemas/common.ts'
-import { exportFolders, exportHeader, exportPlacemarks, exportStyles, type ExportFilter } from '../../../db/placemark-export.ts'
+import { exportFolders, exportHeader, exportIcons, exportPlacemarks, exportStyles, type ExportFilter } from '../../../db/placemark-export.ts'
 import { writeKml } from '../../../lib/kml/writer.ts'
 import { HttpError } from '../../../lib/errors.ts'
 import type { Box } from '../../../lib/geo/box.ts'
@@ -75,6 +75,8 @@ const COMMON = 'Every placemark in id order inside its folders (nested as import
   '`folder`, `q` and `bbox` narrow it to the placemarks the list and the box query would give (and only the folders around them). ' +
   'Streamed as it is read, not cached; an import landing during a download cuts it off rather than mix two datasets.'
 
+const KMZ_ICONS = 'Beside `doc.kml`, the images the imported KMZ held (its icons, `images/icon-1.png`), at the paths its styles point to.'
+
 const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   async function start (query: ExportQueryT, request: FastifyRequest, reply: FastifyReply, extension: 'kml' | 'kmz'): Promise<Readable | null> {
     const { folder, bbox, q } = query
@@ -91,6 +93,8 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
     // Fastify would read a HEAD answer's stream to its end only to drop it.
     if (request.method === 'HEAD') return null
     const db = app.db
+    // The KMZ carries the dataset's images at the paths its styles point to (read before the document streams).
+    const icons = extension === 'kmz' ? await exportIcons(db, version) : []
     const chunks = writeKml({
       title: source ?? 'placemarks',
       styles: exportStyles(db, version),
@@ -106,6 +110,8 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
     // doc.kml deflated as it streams (a data descriptor after it, its size being unknown up front).
     const zip = new yazl.ZipFile()
     zip.addReadStream(kml, 'doc.kml', { compress: true, mtime: importedAt ?? new Date(0) })
+    // Images are compressed already.
+    for (const icon of icons) zip.addBuffer(icon.data, icon.name, { compress: false, mtime: importedAt ?? new Date(0) })
     zip.end()
     const out = zip.outputStream as Readable
     // yazl pipes the KML without passing its errors on, and a closed answer stops the reading.
@@ -124,7 +130,7 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.get('/export.kmz', {
-    schema: schema('kmz', KMZ_TYPE, `The dataset as KMZ (\`${KMZ_TYPE}\`): a zip holding \`doc.kml\`, deflated as it streams. ${COMMON}`)
+    schema: schema('kmz', KMZ_TYPE, `The dataset as KMZ (\`${KMZ_TYPE}\`): a zip holding \`doc.kml\`, deflated as it streams. ${KMZ_ICONS} ${COMMON}`)
   }, async (request, reply) => {
     const body = await start(request.query, request, reply, 'kmz')
     if (reply.statusCode === 304) return reply.send()

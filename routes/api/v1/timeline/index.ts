@@ -10,7 +10,8 @@ import { TimelineCollection, TimelineEventsCollection } from '../../../../schema
 
 const description = 'A placemark is an event when its name starts with a date (`M/D/YYYY` or ISO `YYYY-MM-DD`), optionally followed by a time. ' +
   'Names hold local times in the timezone given at import (`--timezone`, default UTC); `timestamp` is that instant in UTC, ' +
-  'or null when the name has a date but no valid time. Sorted by instant (a date-only event counts as the start of its local day), then id. ' +
+  'or null when the name has a date but no valid time. An `M/D/YYYY` time with no AM/PM and an hour of 1..12 is ambiguous: it takes AM or PM from the nearest placemark in document order ' +
+  'whose name has the same date and an explicit AM/PM (the earlier on a tie), and the event carries `time_inferred: true`; with no such placemark it is read as 24-hour. Sorted by instant (a date-only event counts as the start of its local day), then id. ' +
   '`from` and `to` keep the events whose instant is in [from, to).'
 
 // The window of `from` and `to`: 400 for a value that is not an instant, or an empty window.
