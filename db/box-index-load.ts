@@ -4,6 +4,8 @@ import { BoxIndex, BoxIndexBuilder, type BoxIndexParts } from '../lib/geo/box-in
 import { summaryPieces } from '../lib/placemarks/box-answer.ts'
 import { placemarkIdRange, placemarkIdsInSpatialOrder, placemarksWithBounds, type PlacemarkWithBounds } from './placemarks.ts'
 import type { Database } from './types.ts'
+import { loadStyleResolver, summaryStyle } from './box-index-styles.ts'
+import type { StyleResolver } from '../lib/kml/resolved-style.ts'
 
 export interface BoxIndexLoadOptions {
   maxBytes: number
@@ -46,7 +48,7 @@ export async function loadBoxIndex (db: Kysely<Database>, opts: BoxIndexLoadOpti
   if (count > SAMPLE_SIZE) {
     const sample = new BoxIndexBuilder()
     const span = maxId - minId + 1
-    addRows(sample, await placemarksWithBounds(db, Array.from({ length: SAMPLE_SIZE }, (_, k) => minId + Math.floor((k * span) / SAMPLE_SIZE))))
+    addRows(sample, await placemarksWithBounds(db, Array.from({ length: SAMPLE_SIZE }, (_, k) => minId + Math.floor((k * span) / SAMPLE_SIZE))), null)
     const estimate = sample.estimateFor(count)
     if (estimate > opts.maxBytes) {
       opts.tooBig?.(estimate)
@@ -57,19 +59,25 @@ export async function loadBoxIndex (db: Kysely<Database>, opts: BoxIndexLoadOpti
   return await buildBoxIndex(db, opts)
 }
 
-function addRows (builder: BoxIndexBuilder, rows: PlacemarkWithBounds[]): void {
-  for (const row of rows) builder.add({ ...row, json: summaryPieces(row.json) })
+function addRows (builder: BoxIndexBuilder, rows: PlacemarkWithBounds[], styles: StyleResolver | null): void {
+  for (const row of rows) {
+    // A point's colour, for the tiles' clusters: its resolved style's icon colour.
+    const { styleId, point } = summaryStyle(row.json)
+    const colour = point && styles ? styles.resolve(styleId, 'Point').color ?? null : null
+    builder.add({ ...row, json: summaryPieces(row.json), point, colour })
+  }
 }
 
 /** The index of every placemark, read page by page in spatial order; see loadBoxIndex. */
 export async function buildBoxIndex (db: Kysely<Database>, opts: BoxIndexLoadOptions): Promise<BoxIndex | null> {
+  const styles = await loadStyleResolver(db)
   const order = await placemarkIdsInSpatialOrder(db)
   const builder = new BoxIndexBuilder(order.length)
   // Small pages keep each synchronous stretch of decoding short for the requests served meanwhile.
   const pageSize = opts.pageSize ?? 2000
   for (let start = 0; start < order.length; start += pageSize) {
     if (opts.stop?.()) return null
-    addRows(builder, await placemarksWithBounds(db, order.subarray(start, start + pageSize)))
+    addRows(builder, await placemarksWithBounds(db, order.subarray(start, start + pageSize)), styles)
     if (builder.heldBytes > opts.maxBytes) {
       opts.tooBig?.(builder.estimateFor(order.length))
       return null

@@ -197,6 +197,7 @@ interface TimelineRow {
   folder_path: string[]
   event_date: string;
   event_timestamp: Date | null;
+  event_time_inferred: boolean | null;
   lon: number;
   lat: number;
   geometry?: string
@@ -210,7 +211,7 @@ async function timelineRows (db: Db, withGeometry: boolean, window: TimelineWind
   const from = window.from ? sql` AND event_sort >= ${window.from}` : sql``
   const to = window.to ? sql` AND event_sort < ${window.to}` : sql``
   const { rows } = await sql<TimelineRow>`
-    SELECT id, name, description, media_links, folder_path, event_date, event_timestamp,
+    SELECT id, name, description, media_links, folder_path, event_date, event_timestamp, event_time_inferred,
            (center(bbox))[0] AS lon, (center(bbox))[1] AS lat${geometry}
     FROM placemarks
     WHERE event_sort IS NOT NULL${from}${to}
@@ -226,7 +227,9 @@ const toEvent = (r: TimelineRow): TimelineEventT => ({
   location: { lat: r.lat, lon: r.lon },
   media_links: r.media_links,
   placemark_id: r.id,
-  folder_path: r.folder_path
+  folder_path: r.folder_path,
+  // Only on the events whose time took its AM/PM from a neighbour.
+  ...(r.event_time_inferred ? { time_inferred: true as const } : {})
 })
 
 export async function timelineEvents (db: Db, window: TimelineWindow = {}): Promise<TimelineEventT[]> {

@@ -30,6 +30,14 @@ export const PolygonGeometry = Type.Object({
   coordinates: Type.Array(LinearRing, { minItems: 1, description: 'The outer ring, then the holes' })
 }, { title: 'GeoJSON Polygon', additionalProperties: false })
 
+/** A link of the OGC API kind (RFC 8288 in JSON), as the OGC answers and the GeoJSON list carry them. */
+export const Link = Type.Object({
+  href: Type.String({ format: 'uri', description: 'The link target, an absolute URL', examples: ['http://localhost:8080/ogc/collections'] }),
+  rel: Type.String({ description: 'The relation (self, next, prev, collection, data, conformance, service-desc, ...)', examples: ['data'] }),
+  type: Type.Optional(Type.String({ description: 'Media type of the target', examples: ['application/json'] })),
+  title: Type.Optional(Type.String({ description: 'What the target is, in words', examples: ['The feature collections'] }))
+}, { title: 'OgcLink', additionalProperties: false })
+
 export const Geometry = Type.Union([PointGeometry, LineStringGeometry, PolygonGeometry], { title: 'GeoJSON geometry' })
 
 /** A Feature whose properties follow the given schema; its id is the placemark id. */
@@ -52,8 +60,15 @@ export function FeatureCollectionOf<F extends TSchema, M extends TProperties> (f
 }
 
 // A placemark's fields other than its geometry, which the feature carries as a GeoJSON object.
-const PlacemarkProperties = Type.Omit(PlacemarkSummary, ['geometry'], { additionalProperties: false })
-const PlacemarkDetailProperties = Type.Omit(PlacemarkDetail, ['geometry'], { additionalProperties: false })
+// Its resolved KML style (lib/kml/resolved-style.ts), under the names the vector tiles' attributes have.
+export const PlacemarkStyle = Type.Object({
+  color: Type.Optional(Type.String({ pattern: '^#[0-9a-f]{8}$', description: 'The icon colour (points) or line colour (lines, polygon outlines), CSS #rrggbbaa (KML\'s aabbggrr turned round)', examples: ['#d32f2fff'] })),
+  fill: Type.Optional(Type.String({ pattern: '^#[0-9a-f]{8}$', description: 'The polygon fill colour, CSS #rrggbbaa', examples: ['#1e88e566'] })),
+  width: Type.Optional(Type.Number({ minimum: 0, description: 'The line width in pixels', examples: [3] })),
+  icon: Type.Optional(Type.String({ description: 'The icon\'s href, when the style names one', examples: ['https://example.org/icons/red-pin.png'] }))
+}, { additionalProperties: false, description: 'The placemark\'s resolved KML style (a StyleMap\'s normal pair); each member absent when the style does not say, {} without a style' })
+const PlacemarkProperties = Type.Object({ ...Type.Omit(PlacemarkSummary, ['geometry']).properties, style: Type.Optional(PlacemarkStyle) }, { additionalProperties: false })
+const PlacemarkDetailProperties = Type.Object({ ...Type.Omit(PlacemarkDetail, ['geometry']).properties, style: Type.Optional(PlacemarkStyle) }, { additionalProperties: false })
 
 export const PlacemarkFeature = FeatureOf(PlacemarkProperties, 'PlacemarkFeature')
 export const PlacemarkDetailFeature = FeatureOf(PlacemarkDetailProperties, 'PlacemarkWithExtendedDataFeature')
@@ -61,7 +76,10 @@ export const TimelineFeature = FeatureOf(Type.Object(TimelineEvent.properties, {
 
 export const PlacemarkListCollection = FeatureCollectionOf(PlacemarkFeature, {
   limit: Type.Integer(),
-  offset: Type.Integer()
+  offset: Type.Integer(),
+  numberMatched: Type.Integer({ description: 'Placemarks matching the filters over all pages (as the OGC items count them)' }),
+  numberReturned: Type.Integer({ description: 'Features in this page' }),
+  links: Type.Array(Link, { description: '`self`, and `next` / `prev` when there is a page after / before this one (absolute, GeoJSON, with the same filters)' })
 }, 'PlacemarkFeatureCollection')
 
 export const BboxCollection = FeatureCollectionOf(PlacemarkFeature, {
@@ -80,4 +98,11 @@ export const FormatQuery = Type.Unsafe<'json' | 'geojson'>({
   enum: ['json', 'geojson'],
   description: '`geojson` answers RFC 7946 GeoJSON (`application/geo+json`), as `Accept: application/geo+json` does; for tools that cannot set headers. ' +
     'Takes precedence over the Accept header; the default is JSON.'
+})
+
+/** `f`, the name OGC API clients give the `format` parameter: the same values and meaning. */
+export const FormatAliasQuery = Type.Unsafe<'json' | 'geojson'>({
+  type: 'string',
+  enum: ['json', 'geojson'],
+  description: 'Another name for `format` (the one OGC API clients send, as in `?f=geojson`), with the same values and meaning; when both are given they must agree.'
 })

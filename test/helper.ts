@@ -18,12 +18,11 @@ import { seedSample } from '../db/sample/seed.ts'
 import { seedDemoActivityIfEmpty } from '../db/sample/activity.ts'
 
 export const projectRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
-// The loader every npm script gives to `node --import` (Node's own type stripping, or tsx on Node 20), by its full address.
+// The loader every npm script gives to `node --import` (Node's own type stripping where Node has it, tsx on
+// Node 20), by its full address. The tests run on it too (`.taprc`), and so does every process they start:
+// on Node 24 no process pays for a loader thread, and the coverage reads the sources as they are (stripping
+// only blanks the types, so every position stays where it was); on Node 20 tsx's source maps map them.
 export const typescriptLoader = pathToFileURL(resolve(projectRoot, 'scripts', 'typescript.mjs')).href
-// tsx's, for the processes the tests start: the suite's coverage maps every process's sources through tsx's
-// source maps, and a child on Node's own type stripping would be counted apart (test/ops/cli-usage.test.ts
-// starts the server through the npm scripts' loader, outside the coverage).
-export const tsxLoader = import.meta.resolve('tsx')
 export const vegasKmz = resolve(projectRoot, '..', 'shared', 'data', 'vegas-shooting-map.kmz')
 export const vegasAbsent = existsSync(vegasKmz) ? false : `the shared test dataset is absent: ${vegasKmz}`
 
@@ -31,7 +30,20 @@ export const vegasAbsent = existsSync(vegasKmz) ? false : `the shared test datas
 export async function importVegas (handle: DatabaseHandle): Promise<void> {
   const source = await openKmlSource(vegasKmz)
   try {
-    await importPlacemarks(handle, source.chunks, { timeZone: 'America/Los_Angeles', source: 'vegas.kmz' })
+    await importPlacemarks(handle, source.chunks, { timeZone: 'America/Los_Angeles', source: 'vegas.kmz', icons: source.icons, skippedIcons: source.skippedIcons })
+  } finally {
+    await source.close()
+  }
+}
+
+// The project's own KMZ (examples/build-field-notes.ts): 250 placemarks in folders, icons in the archive, KML times.
+export const fieldNotesKmz = resolve(projectRoot, 'examples', 'field-notes.kmz')
+
+/** Imports the project's own example KMZ (names in Los Angeles time) into a test database. */
+export async function importFieldNotes (handle: DatabaseHandle): Promise<void> {
+  const source = await openKmlSource(fieldNotesKmz)
+  try {
+    await importPlacemarks(handle, source.chunks, { timeZone: 'America/Los_Angeles', source: 'field-notes.kmz', icons: source.icons, skippedIcons: source.skippedIcons })
   } finally {
     await source.close()
   }

@@ -1,5 +1,6 @@
 import Flatbush from 'flatbush'
 import { packGeometry, packedIntersectsBox, splitBox, type Box, type Geometry } from './box.ts'
+import { gridCell, Palette, PointGrid, type PointGridParts } from './tile-grid.ts'
 
 /**
  * One placemark as the index takes it: its id, its geometry (GeoJSON text) and bounds, and its
@@ -15,7 +16,14 @@ export interface IndexedPlacemark {
   maxLat: number
   geometry: string
   json: string | string[]
+  /** Whether it is a Point placemark (told by its geometry's type when not given). */
+  point?: boolean
+  /** A point's colour (its resolved style's, CSS), which a tile's cluster of it shows when most of its points share it. */
+  colour?: string | null
 }
+
+// A GeoJSON geometry text of type Point.
+const POINT_TEXT = /^\s*\{\s*"type"\s*:\s*"Point"/
 
 /** Serialized summaries joined by commas, ready to be copied into a response body. */
 export interface SummaryBytes {
@@ -131,6 +139,9 @@ export class BoxIndexBuilder {
   private tree: Flatbush | null = null
   private bounds: Float64Array
   private geometryAt: Uint32Array
+  // Per entry: 0 for a line or polygon, else 1 + the point's colour number in `palette`.
+  private pointColour: Uint32Array
+  private palette = new Palette()
   // The packed geometries' arrays; packed[filling] is being filled, up to packedLength.
   private packed: Float64Array[] = []
   private filling = -1
@@ -142,7 +153,8 @@ export class BoxIndexBuilder {
   bytes = 0
   /** The bytes held so far: records, shared pieces and per-entry data. */
   get heldBytes (): number {
-    return this.chunks.reduce((sum, c) => sum + c.length, 0) + this.recordLength + this.fragmentBytes + this.count * 50 + this.packedNumbers * 8
+    // Per entry: id, start, geometry and tree (about 50 bytes), and a point's place on the tiles' grid (14).
+    return this.chunks.reduce((sum, c) => sum + c.length, 0) + this.recordLength + this.fragmentBytes + this.count * 64 + this.packedNumbers * 8
   }
 
   private fragmentBytes = 0
@@ -155,6 +167,7 @@ export class BoxIndexBuilder {
     if (expected !== undefined) this.tree = new Flatbush(n)
     this.bounds = new Float64Array(this.tree ? 0 : 4 * n)
     this.geometryAt = new Uint32Array(n)
+    this.pointColour = new Uint32Array(n)
   }
 
   // The bounds added so far, as a view: a tree's leaves sit right after its 8-byte header, in the order added.
@@ -192,8 +205,10 @@ export class BoxIndexBuilder {
       this.ids = grown(this.ids)
       this.starts = grown(this.starts)
       this.geometryAt = grown(this.geometryAt)
+      this.pointColour = grown(this.pointColour)
     }
     this.ids[i] = p.id
+    this.pointColour[i] = (p.point ?? POINT_TEXT.test(p.geometry)) ? 1 + this.palette.number(p.colour) : 0
     if (this.tree) {
       this.tree.add(p.minLon, p.minLat, p.maxLon, p.maxLat)
     } else {
@@ -332,17 +347,57 @@ export class BoxIndexBuilder {
       tree = new Flatbush(n)
       for (let i = 0; i < n; i++) tree.add(b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3])
     }
+    // The point grid and the lines' and polygons' own tree, from the bounds in the order added (before the
+    // tree's finish sorts them).
+    const { grid, shapeTree, shapeEntries } = this.gridAndShapes(tree ? new Float64Array(tree.data, 8, 4 * n) : this.boundsSoFar())
     tree?.finish()
     const packed = this.packed
     if (this.filling !== -1) packed[this.filling] = fit(packed[this.filling], this.packedLength)
     const index = new BoxIndex(n, fit(this.ids, n), tree, this.chunks, fit(this.starts, n),
-      fragments, fragmentStarts, fit(this.geometryAt, n), packed, this.bytes)
+      fragments, fragmentStarts, fit(this.geometryAt, n), packed, this.bytes, grid, shapeTree, shapeEntries)
     this.tree = null
     this.bounds = new Float64Array(0)
     this.packed = []
     this.filling = -1
     this.fragmentIds.clear()
     return index
+  }
+
+  private gridAndShapes (b: Float64Array): { grid: PointGrid; shapeTree: Flatbush | null; shapeEntries: Uint32Array } {
+    const n = this.count
+    let points = 0
+    for (let i = 0; i < n; i++) if (this.pointColour[i] !== 0) points++
+    const x = new Uint32Array(points)
+    const y = new Uint32Array(points)
+    const items = new Uint32Array(points)
+    const colours = new Uint16Array(points)
+    const shapeEntries = new Uint32Array(n - points)
+    let p = 0
+    let s = 0
+    for (let i = 0; i < n; i++) {
+      if (this.pointColour[i] === 0) {
+        shapeEntries[s++] = i
+        continue
+      }
+      // Beyond Web Mercator's latitudes a point is in no tile.
+      const cell = gridCell(b[4 * i], b[4 * i + 1])
+      if (cell === null) continue
+      x[p] = cell[0]
+      y[p] = cell[1]
+      items[p] = i
+      colours[p++] = this.pointColour[i] - 1
+    }
+    const grid = PointGrid.build({ x, y, items, colours, count: p }, this.palette.colours)
+    let shapeTree: Flatbush | null = null
+    if (s > 0) {
+      shapeTree = new Flatbush(s)
+      for (let k = 0; k < s; k++) {
+        const i = shapeEntries[k]
+        shapeTree.add(b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3])
+      }
+      shapeTree.finish()
+    }
+    return { grid, shapeTree, shapeEntries }
   }
 }
 
@@ -374,12 +429,15 @@ export interface BoxIndexParts {
   geometryAt: Uint32Array
   packed: Float64Array[]
   bytes: number
+  grid: PointGridParts
+  shapeTree: ArrayBuffer | null
+  shapeEntries: Uint32Array
 }
 
 // The array itself when it spans its whole buffer, otherwise a copy that does: a view's buffer may be
 // shared (Buffer's pool), and moving it would take its neighbours along.
 // (A Buffer's own slice() is a view, hence the typed array's copy.)
-function own<T extends Uint8Array | Uint32Array | Float64Array> (a: T): T {
+function own<T extends Uint8Array | Uint16Array | Uint32Array | Float64Array> (a: T): T {
   if (a.byteOffset === 0 && a.byteLength === a.buffer.byteLength && !(a.buffer instanceof SharedArrayBuffer)) return a
   const copy = new (a instanceof Uint8Array ? Uint8Array : a.constructor as new (n: number) => T)(a.length) as T
   copy.set(a as never)
@@ -388,9 +446,11 @@ function own<T extends Uint8Array | Uint32Array | Float64Array> (a: T): T {
 
 /** The buffers a postMessage of these parts moves to the receiving thread instead of copying. */
 export function transferList (p: BoxIndexParts): ArrayBuffer[] {
-  const views = [p.ids, ...p.chunks, p.starts, p.fragments, p.fragmentStarts, p.geometryAt, ...p.packed]
+  const views = [p.ids, ...p.chunks, p.starts, p.fragments, p.fragmentStarts, p.geometryAt, ...p.packed, p.shapeEntries,
+    p.grid.keys, p.grid.items, p.grid.colours]
   const buffers = new Set<ArrayBuffer>(views.map((v) => v.buffer as ArrayBuffer))
   if (p.tree) buffers.add(p.tree)
+  if (p.shapeTree) buffers.add(p.shapeTree)
   return [...buffers]
 }
 
@@ -417,9 +477,17 @@ export class BoxIndex {
   private readonly chunkViews: Uint8Array[]
   /** The summaries' bytes as served. */
   readonly bytes: number
+  /** The Point placemarks on the tiles' grid (lib/geo/tile-grid.ts), items being entry positions. */
+  readonly grid: PointGrid
+  // The lines' and polygons' own tree, over shapeEntries (their entry positions).
+  private readonly shapeTree: Flatbush | null
+  private readonly shapeEntries: Uint32Array
   /** `tree`: finished, over the entries' bounds in their order (null when there are none). */
   constructor (size: number, ids: Uint32Array, tree: Flatbush | null, chunks: Buffer[], starts: Uint32Array, fragments: Buffer, fragmentStarts: Uint32Array,
-    geometryAt: Uint32Array, packed: Float64Array[], bytes: number) {
+    geometryAt: Uint32Array, packed: Float64Array[], bytes: number, grid: PointGrid, shapeTree: Flatbush | null, shapeEntries: Uint32Array) {
+    this.grid = grid
+    this.shapeTree = shapeTree
+    this.shapeEntries = shapeEntries
     this.size = size
     this.ids = ids
     this.chunks = chunks
@@ -451,14 +519,17 @@ export class BoxIndex {
       fragmentStarts: own(this.fragmentStarts),
       geometryAt: own(this.geometryAt),
       packed: this.packed.map(own),
-      bytes: this.bytes
+      bytes: this.bytes,
+      grid: (({ keys, items, colours, palette }) => ({ keys: own(keys), items: own(items), colours: own(colours), palette }))(this.grid.toParts()),
+      shapeTree: this.shapeTree ? this.shapeTree.data as ArrayBuffer : null,
+      shapeEntries: own(this.shapeEntries)
     }
   }
 
   static fromParts (p: BoxIndexParts): BoxIndex {
     const buffer = (a: Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)
     return new BoxIndex(p.size, p.ids, p.tree ? Flatbush.from(p.tree) : null, p.chunks.map(buffer), p.starts, buffer(p.fragments),
-      p.fragmentStarts, p.geometryAt, p.packed, p.bytes)
+      p.fragmentStarts, p.geometryAt, p.packed, p.bytes, PointGrid.fromParts(p.grid), p.shapeTree ? Flatbush.from(p.shapeTree) : null, p.shapeEntries)
   }
 
   /** Memory held: records, shared pieces, tree, packed geometries and the per-entry arrays. */
@@ -468,7 +539,39 @@ export class BoxIndex {
     let packed = 0
     for (const p of this.packed) packed += p.byteLength
     return records + this.fragments.length + this.fragmentStarts.byteLength + (this.tree ? this.tree.data.byteLength : 0) + this.ids.byteLength +
-      this.starts.byteLength + this.geometryAt.byteLength + packed
+      this.starts.byteLength + this.geometryAt.byteLength + packed + this.grid.memoryBytes + (this.shapeTree ? this.shapeTree.data.byteLength : 0) +
+      this.shapeEntries.byteLength
+  }
+
+  /** The placemark id of entry i. */
+  idOf (i: number): number {
+    return this.ids[i]
+  }
+
+  /** Entry i's serialized summary. */
+  summaryOf (i: number): string {
+    const out = Buffer.allocUnsafe(this.lengthOf(i))
+    this.decode(i, out, 0)
+    return out.toString('utf8')
+  }
+
+  /** The entries (positions) of the lines and polygons intersecting the box that `keep` accepts, the first `limit` in id order. */
+  shapesIn (box: Box, keep: (i: number) => boolean = () => true, limit = Infinity): number[] {
+    const tree = this.shapeTree
+    if (!tree) return []
+    const found: number[] = []
+    for (const b of splitBox(box)) for (const k of tree.search(b.minLon, b.minLat, b.maxLon, b.maxLat)) found.push(this.shapeEntries[k])
+    return this.merged(found, limit, (i) => keep(i) && this.intersects(i, box))
+  }
+
+  /** The entries (positions) intersecting the box that `keep` accepts, the first `limit` in id order. */
+  entriesInBox (box: Box, limit: number, keep: (i: number) => boolean = () => true): number[] {
+    return this.tree ? this.entriesIn(box, limit, keep) : []
+  }
+
+  private intersects (i: number, box: Box): boolean {
+    const at = this.geometryAt[i]
+    return at === NO_GEOMETRY || packedIntersectsBox(this.packed[at >>> PACKED_SHIFT], at & (PACKED_NUMBERS - 1), box)
   }
 
   /** The serialized summaries of the first `limit` placemarks (by id) intersecting the box. */
@@ -567,15 +670,12 @@ export class BoxIndex {
    * entries cell by cell, each cell in id order), which a heap merges in id order: O(n log runs),
    * each taken entry tested exactly, stopping at `limit`.
    */
-  private entriesIn (box: Box, limit: number): number[] {
+  private entriesIn (box: Box, limit: number, keep: (i: number) => boolean = () => true): number[] {
     const parts = splitBox(box)
     let found = this.tree!.search(parts[0].minLon, parts[0].minLat, parts[0].maxLon, parts[0].maxLat)
     if (parts.length > 1) found = found.concat(this.tree!.search(parts[1].minLon, parts[1].minLat, parts[1].maxLon, parts[1].maxLat))
-    return this.merged(found, limit, (i) => {
-      // Bounds of a single position decide exactly; a geometry with extent gets the exact test.
-      const at = this.geometryAt[i]
-      return at === NO_GEOMETRY || packedIntersectsBox(this.packed[at >>> PACKED_SHIFT], at & (PACKED_NUMBERS - 1), box)
-    })
+    // Bounds of a single position decide exactly; a geometry with extent gets the exact test.
+    return this.merged(found, limit, (i) => keep(i) && this.intersects(i, box))
   }
 
   /**

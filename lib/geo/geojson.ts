@@ -1,5 +1,6 @@
 import { Negotiator } from '@fastify/accept-negotiator'
 import { LRUCache } from 'lru-cache'
+import type { StyleGeometry, StyleResolver } from '../kml/resolved-style.ts'
 
 /**
  * RFC 7946 answers built as text around the stored geometries. A placemark's geometry is kept as GeoJSON
@@ -27,6 +28,17 @@ export function featureText (id: number, geometry: string, properties: object): 
 export function placemarkFeature (placemark: { id: number; geometry: string }): string {
   const { geometry, ...properties } = placemark
   return featureText(placemark.id, geometry, properties)
+}
+
+/**
+ * A placemark as a Feature with its resolved KML style as the `style` property (lib/kml/resolved-style.ts:
+ * `color`, `fill`, `width`, `icon`, each absent when the style does not say), as the vector tiles carry it.
+ */
+export function styledPlacemarkFeature (styles: StyleResolver): (placemark: { id: number; geometry: string; style_id: string | null; geometry_type: StyleGeometry }) => string {
+  return (placemark) => {
+    const { geometry, ...properties } = placemark
+    return featureText(placemark.id, geometry, { ...properties, style: styles.resolve(placemark.style_id, placemark.geometry_type) })
+  }
 }
 
 /** A FeatureCollection of features already written, followed by the answer's own members (foreign members in RFC 7946 terms). */

@@ -1,11 +1,12 @@
 import { geoJSONToTile, type GeoJSONVTFeature, type GeoJSONVTTile } from '@maplibre/geojson-vt'
 import { fromGeojsonVt } from '@maplibre/vt-pbf'
-import Supercluster, { type PointFeature } from 'supercluster'
 import type { Box, Geometry } from './box.ts'
+import { MAX_MERCATOR_LAT, type GridCell } from './tile-grid.ts'
+import type { ResolvedStyle, StyleResolver } from '../kml/resolved-style.ts'
 
 // Vector tiles (Mapbox Vector Tile 2.1) of the placemarks: pure functions from the placemarks of a
-// tile's box to the tile's bytes. Lines and polygons are clipped and simplified for the zoom by
-// geojson-vt, points clustered by supercluster, the layer encoded by vt-pbf.
+// tile's box (and the clusters of its grid, lib/geo/tile-grid.ts) to the tile's bytes. Lines and
+// polygons are clipped and simplified for the zoom by geojson-vt, the layer encoded by vt-pbf.
 
 export const TILE_EXTENT = 4096
 export const TILE_LAYER = 'placemarks'
@@ -13,14 +14,11 @@ export const TILE_LAYER_VERSION = 2
 export const MAX_TILE_ZOOM = 22
 // Geometry kept around each tile (in tile units): lines and labels cross the edge without a seam.
 export const TILE_BUFFER = 64
-// Points closer than this (in tile units of 4096, 40 px of a 512 px tile) make one cluster.
-export const CLUSTER_RADIUS = 320
 // Simplification tolerance in tile units (geojson-vt's default of 3 on a 4096 grid).
 const TOLERANCE = 3
-// Web Mercator's latitude limit: the world's tiles end there.
-export const MAX_MERCATOR_LAT = 85.0511287798066
+export { MAX_MERCATOR_LAT } from './tile-grid.ts'
 
-/** A placemark as a tile shows it: its id, name, geometry type, innermost folder and geometry. */
+/** A placemark as a tile shows it: its id, name, geometry type, innermost folder, geometry, resolved style and time. */
 export interface TilePlacemark {
   id: number
   name: string
@@ -28,6 +26,10 @@ export interface TilePlacemark {
   /** The innermost folder's name; null at the root (no `folder` property then). */
   folder: string | null
   geometry: Geometry
+  style: ResolvedStyle
+  /** Its KML time as milliseconds since the epoch; null at an open end or without a time. */
+  time_begin: number | null
+  time_end: number | null
 }
 
 /** The longitude of a tile column's west edge (x may be fractional). */
@@ -46,7 +48,7 @@ export function tileLat (y: number, z: number): number {
  * 4096) on every side, within [-180, 180] × [-90, 90] (no wrapping across the antimeridian). The
  * northern and southern rows reach the poles.
  */
-export function tileReadBox (z: number, x: number, y: number, margin = Math.max(TILE_BUFFER, CLUSTER_RADIUS)): Box {
+export function tileReadBox (z: number, x: number, y: number, margin = TILE_BUFFER): Box {
   const m = margin / TILE_EXTENT
   const last = 2 ** z - 1
   return {
@@ -62,6 +64,13 @@ type Properties = Record<string, string | number | boolean>
 function propertiesOf (p: TilePlacemark): Properties {
   const props: Properties = { id: p.id, name: p.name, geometry_type: p.geometry_type }
   if (p.folder !== null) props.folder = p.folder
+  const { color, fill, width, icon } = p.style
+  if (color !== undefined) props.color = color
+  if (fill !== undefined) props.fill = fill
+  if (width !== undefined) props.width = width
+  if (icon !== undefined) props.icon = icon
+  if (p.time_begin !== null) props.time_begin = p.time_begin
+  if (p.time_end !== null) props.time_end = p.time_end
   return props
 }
 
@@ -72,48 +81,37 @@ function feature (p: TilePlacemark): GeoJSON.Feature {
 // Points of Web Mercator beyond its latitude limit fall in no tile.
 const inMercator = (p: TilePlacemark): boolean => p.geometry.type !== 'Point' || Math.abs(p.geometry.coordinates[1]) <= MAX_MERCATOR_LAT
 
+/** A count as a label: 1234 as 1.2k, 12345 as 12k. */
+export function abbreviated (n: number): string {
+  return n >= 10000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${Math.round(n / 100) / 10}k` : String(n)
+}
+
 /**
- * Tile z/x/y's features (in tile coordinates of TILE_EXTENT), from the placemarks of its read box
- * (tileReadBox). Below `clusterMaxZoom` points are clustered: a group of points within CLUSTER_RADIUS
- * is one point feature with `cluster: true`, `point_count` and `point_count_abbreviated` (no id), a
- * point alone stays itself. Lines and polygons are clipped to the tile and its buffer and simplified
- * for the zoom (none at the highest zoom).
+ * Tile z/x/y's features (in tile coordinates of TILE_EXTENT): the placemarks given (lines and polygons
+ * clipped to the tile and its buffer and simplified for the zoom, none at the highest zoom; points where
+ * they are) and the clusters given (grid cells of two points or more, lib/geo/tile-grid.ts), each a point
+ * feature with `cluster: true`, `point_count`, `point_count_abbreviated` and `color` (no id).
  */
-export function tileFeatures (placemarks: TilePlacemark[], z: number, x: number, y: number, clusterMaxZoom: number): GeoJSONVTFeature[] {
-  const clustering = z < clusterMaxZoom
-  const shapes: GeoJSON.Feature[] = []
-  const points: PointFeature<Properties>[] = []
-  for (const p of placemarks) {
-    if (!inMercator(p)) continue
-    if (clustering && p.geometry.type === 'Point') points.push({ type: 'Feature', properties: propertiesOf(p), geometry: p.geometry as GeoJSON.Point })
-    else shapes.push(feature(p))
-  }
+export function tileFeatures (placemarks: TilePlacemark[], clusters: GridCell[], z: number, x: number, y: number): GeoJSONVTFeature[] {
+  const shown = placemarks.filter(inMercator).map(feature)
   const out: GeoJSONVTFeature[] = []
-  if (shapes.length > 0) {
-    const tile = geoJSONToTile({ type: 'FeatureCollection', features: shapes }, z, x, y, {
+  if (shown.length > 0) {
+    const tile = geoJSONToTile({ type: 'FeatureCollection', features: shown }, z, x, y, {
       extent: TILE_EXTENT, buffer: TILE_BUFFER, tolerance: TOLERANCE, maxZoom: MAX_TILE_ZOOM, clip: true, wrap: false
     })
     out.push(...tile.features)
   }
-  if (points.length > 0) {
-    // Clusters of this zoom only: the index is built for the one zoom asked.
-    const index = new Supercluster<Properties, Properties>({ minZoom: z, maxZoom: z, radius: CLUSTER_RADIUS, extent: TILE_EXTENT, minPoints: 2 })
-    index.load(points)
-    for (const f of index.getTile(z, x, y)?.features ?? []) {
-      const tags = f.tags as (Properties & { cluster?: boolean }) | null | undefined
-      if (tags?.cluster === true) {
-        out.push({ type: 1, geometry: f.geometry, tags: { cluster: true, point_count: tags.point_count as number, point_count_abbreviated: String(tags.point_count_abbreviated) } })
-      } else {
-        out.push({ type: 1, id: tags?.id as number, geometry: f.geometry, tags: tags ?? {} })
-      }
-    }
+  for (const c of clusters) {
+    const tags: Properties = { cluster: true, point_count: c.count, point_count_abbreviated: abbreviated(c.count) }
+    if (c.color !== null) tags.color = c.color
+    out.push({ type: 1, geometry: [[c.x, c.y]], tags } as unknown as GeoJSONVTFeature)
   }
   return out
 }
 
 /** Tile z/x/y as Mapbox Vector Tile bytes (one layer, `placemarks`, version 2), or null when it has no feature. */
-export function buildTile (placemarks: TilePlacemark[], z: number, x: number, y: number, clusterMaxZoom: number): Buffer | null {
-  const features = tileFeatures(placemarks, z, x, y, clusterMaxZoom)
+export function buildTile (placemarks: TilePlacemark[], clusters: GridCell[], z: number, x: number, y: number): Buffer | null {
+  const features = tileFeatures(placemarks, clusters, z, x, y)
   if (features.length === 0) return null
   const layer = { features } as unknown as GeoJSONVTTile
   const bytes = fromGeojsonVt({ [TILE_LAYER]: layer }, { version: TILE_LAYER_VERSION, extent: TILE_EXTENT })
@@ -126,29 +124,62 @@ export const TILE_FIELDS: Record<string, string> = {
   name: 'String: the placemark\'s name',
   geometry_type: 'String: Point, LineString or Polygon',
   folder: 'String: the innermost folder\'s name (absent at the root)',
+  color: 'String: the resolved KML style\'s icon colour (points) or line colour, CSS #rrggbbaa; on a cluster, the colour most of its points share (absent when the style does not say)',
+  fill: 'String: the polygon fill colour, CSS #rrggbbaa (absent when the style does not say)',
+  width: 'Number: the line width in pixels (absent when the style does not say)',
+  icon: 'String: the icon\'s href (absent when the style names none)',
+  time_begin: 'Number: the start of the KML time, milliseconds since the epoch (absent without one)',
+  time_end: 'Number: the end of the KML time, milliseconds since the epoch (absent without one or for an open span)',
   cluster: 'Boolean: true on a cluster of points (zooms below TILE_CLUSTER_MAX_ZOOM)',
   point_count: 'Number: how many placemarks a cluster holds',
   point_count_abbreviated: 'String: point_count shortened (1.2k)'
 }
 
-interface SummaryFields { id: number; name: string; geometry_type: TilePlacemark['geometry_type']; folder_path: string[]; geometry: string }
+interface SummaryFields {
+  id: number
+  name: string
+  style_id: string | null
+  geometry_type: TilePlacemark['geometry_type']
+  folder_path: string[]
+  geometry: string
+  time_begin?: string | null
+  time_end?: string | null
+}
+
+const epochMs = (iso: string | null | undefined): number | null => {
+  if (iso === null || iso === undefined) return null
+  const ms = Date.parse(iso)
+  return Number.isFinite(ms) ? ms : null
+}
+
+/** A placemark as tiles show it, from its serialized summary. */
+export function tilePlacemark (summary: string, styles: StyleResolver): TilePlacemark {
+  return fromFields(JSON.parse(summary) as SummaryFields, styles)
+}
+
+function fromFields (r: SummaryFields, styles: StyleResolver): TilePlacemark {
+  return {
+    id: r.id,
+    name: r.name,
+    geometry_type: r.geometry_type,
+    folder: r.folder_path.length > 0 ? r.folder_path[r.folder_path.length - 1] : null,
+    geometry: JSON.parse(r.geometry) as Geometry,
+    style: styles.resolve(r.style_id, r.geometry_type),
+    time_begin: epochMs(r.time_begin),
+    time_end: epochMs(r.time_end)
+  }
+}
 
 /**
  * The placemarks of serialized summaries (the box query's bytes, from the index or the database) as
  * tiles show them.
  */
-export function tilePlacemarks (summaries: { count: number; byteLength: number; copyTo(target: Buffer, offset: number): void }): TilePlacemark[] {
+export function tilePlacemarks (summaries: { count: number; byteLength: number; copyTo(target: Buffer, offset: number): void }, styles: StyleResolver): TilePlacemark[] {
   if (summaries.count === 0) return []
   const text = Buffer.allocUnsafe(summaries.byteLength + 2)
   text[0] = 0x5b
   summaries.copyTo(text, 1)
   text[text.length - 1] = 0x5d
   const rows = JSON.parse(text.toString('utf8')) as SummaryFields[]
-  return rows.map((r) => ({
-    id: r.id,
-    name: r.name,
-    geometry_type: r.geometry_type,
-    folder: r.folder_path.length > 0 ? r.folder_path[r.folder_path.length - 1] : null,
-    geometry: JSON.parse(r.geometry) as Geometry
-  }))
+  return rows.map((r) => fromFields(r, styles))
 }

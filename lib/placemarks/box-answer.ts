@@ -1,4 +1,5 @@
 import type { SummaryBytes } from '../geo/box-index.ts'
+import type { ResolvedStyle, StyleGeometry, StyleResolver } from '../kml/resolved-style.ts'
 
 // The box query's answer, built around summaries already serialized (by the in-memory index or from
 // the database's rows): the JSON body, or a GeoJSON FeatureCollection spliced from the same bytes.
@@ -63,7 +64,7 @@ export function summaryPieces (json: string): string[] {
  * properties as it is. Cheaper than reading whole summaries back into objects and writing them again,
  * which matters at the box query's 10,000.
  */
-export function summariesToFeatures (text: string): string {
+export function summariesToFeatures (text: string, styles?: StyleResolver): string {
   const out: string[] = []
   let at = 0
   while (at < text.length) {
@@ -75,20 +76,35 @@ export function summariesToFeatures (text: string): string {
     const stop = next === -1 ? text.length : next + 1
     // The JSON string literal read back: the stored GeoJSON text, character for character.
     const geometry = JSON.parse(text.slice(key + GEOMETRY_KEY.length - 1, end + 1)) as string
-    out.push(`{"type":"Feature","id":${text.slice(at + 6, idEnd)},"geometry":${geometry},"properties":${text.slice(at, key)}${text.slice(end + 1, stop)}}`)
+    const properties = `${text.slice(at, key)}${text.slice(end + 1, stop)}`
+    // With styles, the resolved style closes the properties (lib/geo/geojson.ts styledPlacemarkFeature).
+    const styled = styles === undefined ? properties : `${properties.slice(0, -1)},"style":${JSON.stringify(styleOf(properties, styles))}}`
+    out.push(`{"type":"Feature","id":${text.slice(at + 6, idEnd)},"geometry":${geometry},"properties":${styled}}`)
     at = stop + 1
   }
   return out.join(',')
+}
+
+// A serialized summary's resolved style, from its style id and geometry type (read from their keys, the
+// summary's structure: a quote inside a JSON string is always escaped).
+function styleOf (summary: string, styles: StyleResolver): ResolvedStyle {
+  const style = summary.indexOf(STYLE_KEY)
+  const folder = summary.indexOf(',"folder_path":', style)
+  const type = summary.indexOf(',"geometry_type":"', folder)
+  if (style === -1 || folder === -1 || type === -1) return {}
+  const id = summary.charCodeAt(style + STYLE_KEY.length) === 0x22 ? JSON.parse(summary.slice(style + STYLE_KEY.length, folder)) as string : null
+  const from = type + ',"geometry_type":"'.length
+  return styles.resolve(id, summary.slice(from, summary.indexOf('"', from)) as StyleGeometry)
 }
 
 /**
  * The GeoJSON twin of `bboxBody`: the same summaries as a FeatureCollection, the box echoed as
  * `query_bbox` (GeoJSON reserves `bbox` for an array of the features' extent).
  */
-export function bboxGeoJson (summaries: SummaryBytes, bbox: { min_lon: number; min_lat: number; max_lon: number; max_lat: number }): Buffer {
+export function bboxGeoJson (summaries: SummaryBytes, bbox: { min_lon: number; min_lat: number; max_lon: number; max_lat: number }, styles?: StyleResolver): Buffer {
   const list = Buffer.allocUnsafe(summaries.byteLength)
   summaries.copyTo(list, 0)
   const { min_lon, min_lat, max_lon, max_lat } = bbox
   const tail = `],"query_bbox":${JSON.stringify({ min_lon, min_lat, max_lon, max_lat })},"count":${summaries.count}}`
-  return Buffer.from(`{"type":"FeatureCollection","features":[${summariesToFeatures(list.toString())}${tail}`)
+  return Buffer.from(`{"type":"FeatureCollection","features":[${summariesToFeatures(list.toString(), styles)}${tail}`)
 }

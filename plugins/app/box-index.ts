@@ -14,6 +14,8 @@ declare module 'fastify' {
       search(box: Box, limit: number): SummaryBytes | null
       /** The placemarks intersecting the box, from memory when the index is loaded, else from the database: the same bytes either way. */
       query(box: Box, limit: number): Promise<SummaryBytes>
+      /** The loaded index of the current dataset, or null (the tiles read its point grid and entries). */
+      index(): BoxIndex | null
       /** Resolves when no load is running (tests, benchmarks). */
       idle(): Promise<void>
       /** The loaded index's dataset version and size, if any. */
@@ -114,6 +116,7 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
   const search = (box: Box, limit: number) => current && current.version === app.datasetVersion.current() ? current.index.search(box, limit) : null
   app.decorate('boxIndex', {
     search,
+    index: () => (current && current.version === app.datasetVersion.current() ? current.index : null),
     query: async (box: Box, limit: number) => search(box, limit) ?? await placemarksInBox(app.db, box, limit),
     idle: async () => {
       start()

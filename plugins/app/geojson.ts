@@ -2,7 +2,8 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify'
 import { GEOJSON_TYPE, wantsGeoJson } from '../../lib/geo/geojson.ts'
 import { addVary } from '../../lib/vary.ts'
-import { FormatQuery } from '../../schemas/geojson.ts'
+import { FormatAliasQuery, FormatQuery } from '../../schemas/geojson.ts'
+import { HttpError } from '../../lib/errors.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -26,11 +27,20 @@ declare module 'fastify' {
 type QuerySchema = { type?: string; properties?: object; additionalProperties?: unknown } | undefined
 type RouteSchema = { querystring?: QuerySchema; response?: Record<string, unknown> }
 
-const GEOJSON_NOTE = 'JSON by default; RFC 7946 GeoJSON (`application/geo+json`) with `Accept: application/geo+json` or `format=geojson`.'
+const GEOJSON_NOTE = 'JSON by default; RFC 7946 GeoJSON (`application/geo+json`) with `Accept: application/geo+json`, `format=geojson` or `f=geojson`.'
 
 // Both answers of a GeoJSON route depend on the Accept header: caches in between must key on it.
 function varyAccept (_request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   addVary(reply, 'accept')
+  done()
+}
+
+// `f` is `format` under the name OGC API clients send: given both, they must say the same.
+function formatsAgree (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  const query = request.query as { format?: string; f?: string } | undefined
+  if (query?.format !== undefined && query.f !== undefined && query.format !== query.f) {
+    return done(new HttpError(400, `querystring/f (${query.f}) and querystring/format (${query.format}) disagree; give one of them`))
+  }
   done()
 }
 
@@ -80,12 +90,14 @@ export default fp(async function geojson (app: FastifyInstance) {
     if (geojson === undefined) return
     const schema = (route.schema ??= {}) as RouteSchema
     const query = schema.querystring ?? { type: 'object', properties: {} }
-    schema.querystring = { ...query, properties: { ...query.properties, format: FormatQuery } }
+    schema.querystring = { ...query, properties: { ...query.properties, format: FormatQuery, f: FormatAliasQuery } }
     route.onRequest = route.onRequest === undefined ? [varyAccept] : [route.onRequest, varyAccept].flat()
+    route.preHandler = route.preHandler === undefined ? [formatsAgree] : [route.preHandler, formatsAgree].flat()
     route.config!.swaggerTransform = ({ schema, url }) => ({ schema: withGeoJsonAnswer(schema as RouteSchema, geojson) as never, url })
   })
   app.decorateRequest('wantsGeoJson', function (this: FastifyRequest) {
-    return wantsGeoJson((this.query as { format?: string } | undefined)?.format, this.headers.accept)
+    const query = this.query as { format?: string; f?: string } | undefined
+    return wantsGeoJson(query?.format ?? query?.f, this.headers.accept)
   })
   app.decorateReply('geojson', function (this: FastifyReply, text: string | Buffer) {
     this.type(GEOJSON_TYPE)

@@ -1,8 +1,14 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import { Counter, Gauge } from 'prom-client'
-import { buildTile, MAX_MERCATOR_LAT, tilePlacemarks, tileReadBox } from '../../lib/geo/tiles.ts'
+import { buildTile, MAX_MERCATOR_LAT, tilePlacemark, tilePlacemarks, tileReadBox } from '../../lib/geo/tiles.ts'
+import { majorityColour, mortonKey, tileUnits, type GridCell, type PointGrid } from '../../lib/geo/tile-grid.ts'
+import { intersectsBox, type Geometry } from '../../lib/geo/box.ts'
+import type { BoxIndex } from '../../lib/geo/box-index.ts'
+import type { StyleResolver } from '../../lib/kml/resolved-style.ts'
 import { placemarkExtent } from '../../db/ogc.ts'
+import { loadStyleResolver } from '../../db/box-index-styles.ts'
+import { matchingPlacemarks, placemarkSummaries, tileCellGroups, tileShapes, type TileFilterValues } from '../../db/box-index-filter.ts'
 import { clientKey } from '../../lib/address-group.ts'
 import { HttpError } from '../../lib/errors.ts'
 import type { Box } from '../../lib/geo/box.ts'
@@ -10,8 +16,10 @@ import type { Box } from '../../lib/geo/box.ts'
 declare module 'fastify' {
   interface FastifyInstance {
     tiles: {
-      /** Tile z/x/y's bytes (Mapbox Vector Tile), or null when it has no feature. */
-      tile(z: number, x: number, y: number): Promise<Buffer | null>
+      /** Tile z/x/y's bytes (Mapbox Vector Tile) of the placemarks matching the filters, or null when it has no feature. */
+      tile(z: number, x: number, y: number, filter?: TileFilterValues): Promise<Buffer | null>
+      /** The dataset's styles, resolved (cached per dataset version). */
+      styles(): Promise<StyleResolver>
       /** The bounds of the data, within Web Mercator's latitudes, or null for an empty dataset. */
       bounds(): Promise<Box | null>
       /**
@@ -26,10 +34,16 @@ declare module 'fastify' {
 }
 
 /**
- * At most this many placemarks are read for one tile (the first by id in its box): a world tile of a
- * million placemarks costs what one of 20 000 does. Clustering keeps the low zooms' tiles small.
+ * At zooms with clusters, a tile's points are its grid's cells (exact, no cap); its lines and polygons
+ * are at most this many (the first by id among those crossing it). At zooms without clusters, a tile
+ * shows at most this many placemarks (the first by id in its box).
  */
 export const TILE_MAX_PLACEMARKS = 20_000
+
+// Filtered point grids kept per dataset version (each up to 14 bytes per matching point).
+const FILTERED_GRIDS = 4
+// The placemarks read from the database for one tile when no index is loaded: every one in its box.
+const ALL = 2_147_483_647
 
 /** Tile requests of one client that may wait for a turn; past them the client is answered 503. */
 export const TILE_WAITING_PER_CLIENT = 64
@@ -67,15 +81,119 @@ export default fp(async function tiles (app: FastifyInstance) {
       this.set({ state: 'waiting' }, waiting)
     }
   }))
+  const capped = new Counter({
+    name: 'tiles_capped_total',
+    help: `Tiles computed with some of their placemarks left out: more than ${TILE_MAX_PLACEMARKS} lines and polygons at a cluster zoom (shapes), or placemarks at a zoom without clusters (placemarks)`,
+    labelNames: ['kind'],
+    registers: [registry]
+  })
+  // The first TILE_MAX_PLACEMARKS of a list asked with one more: the tile is counted as capped when there was more.
+  const bounded = <T> (list: T[], kind: 'shapes' | 'placemarks'): T[] => {
+    if (list.length <= TILE_MAX_PLACEMARKS) return list
+    capped.inc({ kind })
+    return list.slice(0, TILE_MAX_PLACEMARKS)
+  }
   const refused = new Counter({ name: 'tile_requests_refused_total', help: 'Tile requests refused 503 because their client already had TILE_WAITING_PER_CLIENT waiting', registers: [registry] })
 
+  // The resolved styles and the filters' matches of the current dataset version.
+  let styles: { version: number; resolver: Promise<StyleResolver> } | null = null
+  const stylesOf = (): Promise<StyleResolver> => {
+    const version = app.datasetVersion.current()
+    if (styles?.version !== version) {
+      const resolver = loadStyleResolver(app.db)
+      styles = { version, resolver }
+      resolver.catch(() => { if (styles?.resolver === resolver) styles = null })
+    }
+    return styles.resolver
+  }
+  interface Match { flags: Uint8Array; grids: WeakMap<BoxIndex, PointGrid> }
+  let matches: { version: number; byKey: Map<string, Promise<Match>> } = { version: -1, byKey: new Map() }
+  const matchOf = (filter: TileFilterValues): Promise<Match> => {
+    const version = app.datasetVersion.current()
+    if (matches.version !== version) matches = { version, byKey: new Map() }
+    const key = JSON.stringify([filter.folder ?? null, filter.q ?? null, filter.datetime ?? null])
+    let match = matches.byKey.get(key)
+    if (match === undefined) {
+      match = matchingPlacemarks(app.db, filter).then((flags) => ({ flags, grids: new WeakMap() }))
+      const { byKey } = matches
+      match.catch(() => byKey.delete(key))
+      byKey.set(key, match)
+      // The least recently asked goes first.
+      if (byKey.size > FILTERED_GRIDS) byKey.delete(byKey.keys().next().value!)
+    } else {
+      matches.byKey.delete(key)
+      matches.byKey.set(key, match)
+    }
+    return match
+  }
+  const filtered = (filter: TileFilterValues | undefined) =>
+    filter !== undefined && (filter.folder !== undefined || filter.q !== undefined || filter.datetime !== undefined)
+
+  // A tile from the loaded index: points from its grid at a cluster zoom, entries of the tile's box otherwise.
+  const fromIndex = (index: BoxIndex, resolver: StyleResolver, match: Match | null, z: number, x: number, y: number): Buffer | null => {
+    const keep = match === null ? undefined : (i: number) => match.flags[index.idOf(i)] === 1
+    const box = tileReadBox(z, x, y)
+    if (z >= clusterMaxZoom) {
+      const placemarks = bounded(index.entriesInBox(box, TILE_MAX_PLACEMARKS + 1, keep), 'placemarks').map((i) => tilePlacemark(index.summaryOf(i), resolver))
+      return buildTile(placemarks, [], z, x, y)
+    }
+    let grid = index.grid
+    if (match !== null) {
+      grid = match.grids.get(index) ?? index.grid.subset(keep!)
+      match.grids.set(index, grid)
+    }
+    const cells = grid.cells(z, x, y)
+    const shapes = bounded(index.shapesIn(box, keep, TILE_MAX_PLACEMARKS + 1), 'shapes').map((i) => tilePlacemark(index.summaryOf(i), resolver))
+    const lone = cells.filter((c) => c.count === 1).map((c) => tilePlacemark(index.summaryOf(c.item), resolver))
+    return buildTile([...shapes, ...lone], cells.filter((c) => c.count > 1), z, x, y)
+  }
+
+  // The same tile from the database: at a zoom without clusters the box query's placemarks, at a cluster
+  // zoom the points counted in PostgreSQL on the same grid (rows per cell and style, not per point: the
+  // same cells, counts, centres and colours as the index's) and the lines and polygons crossing the tile.
+  const fromDatabase = async (resolver: StyleResolver, filter: TileFilterValues, match: Match | null, z: number, x: number, y: number): Promise<Buffer | null> => {
+    const box = tileReadBox(z, x, y)
+    if (z >= clusterMaxZoom) {
+      const read = tilePlacemarks(await app.boxIndex.query(box, match === null ? TILE_MAX_PLACEMARKS + 1 : ALL), resolver)
+      return buildTile(bounded(match === null ? read : read.filter((p) => match.flags[p.id] === 1), 'placemarks'), [], z, x, y)
+    }
+    const [groups, shapeRows] = await Promise.all([tileCellGroups(app.db, z, x, y, box, filter), tileShapes(app.db, box, filter, TILE_MAX_PLACEMARKS + 1)])
+    const shapes = shapeRows.filter((r) => intersectsBox(JSON.parse(r.geometry) as Geometry, box)).map((r) => tilePlacemark(r.summary, resolver))
+    const byCell = new Map<number, { count: number; sx: number; sy: number; colours: Map<string, number>; id: number }>()
+    for (const g of groups) {
+      const key = mortonKey(g.cx, g.cy)
+      let cell = byCell.get(key)
+      if (cell === undefined) byCell.set(key, cell = { count: 0, sx: 0, sy: 0, colours: new Map(), id: g.id })
+      cell.count += g.n
+      cell.sx += g.sum_x
+      cell.sy += g.sum_y
+      cell.id = Math.min(cell.id, g.id)
+      const colour = resolver.resolve(g.style_id, 'Point').color ?? ''
+      cell.colours.set(colour, (cell.colours.get(colour) ?? 0) + g.n)
+    }
+    // In the grid's order (Morton keys of the cells), as the index gives them.
+    const cells = [...byCell.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => c)
+    const loneIds = cells.filter((c) => c.count === 1).map((c) => c.id)
+    const lone = new Map((await placemarkSummaries(app.db, loneIds)).map((s) => tilePlacemark(s, resolver)).map((p) => [p.id, p]))
+    const clusters: GridCell[] = cells.filter((c) => c.count > 1).map((c) => ({
+      count: c.count, x: tileUnits(c.sx, c.count, z, x), y: tileUnits(c.sy, c.count, z, y), color: majorityColour(c.colours), item: c.id
+    }))
+    const points = loneIds.map((id) => lone.get(id)).filter((p) => p !== undefined)
+    return buildTile([...bounded(shapes, 'shapes'), ...points], clusters, z, x, y)
+  }
+
   app.decorate('tiles', {
-    async tile (z: number, x: number, y: number) {
+    async tile (z: number, x: number, y: number, filter?: TileFilterValues) {
       // A turn of the event loop first: requests waiting on I/O (another client's) get in between two tiles.
       await new Promise<void>((resolve) => setImmediate(resolve))
-      const summaries = await app.boxIndex.query(tileReadBox(z, x, y), TILE_MAX_PLACEMARKS)
-      return buildTile(tilePlacemarks(summaries), z, x, y, clusterMaxZoom)
+      const resolver = await stylesOf()
+      const index = app.boxIndex.index()
+      // The matching ids, where the placemarks are read unfiltered (the index, or the box query at a zoom
+      // without clusters); the database's cell counts filter in their own query.
+      const match = filtered(filter) && (index !== null || z >= clusterMaxZoom) ? await matchOf(filter!) : null
+      return index ? fromIndex(index, resolver, match, z, x, y) : await fromDatabase(resolver, filter ?? {}, match, z, x, y)
     },
+    styles: stylesOf,
     async bounds () {
       // The extent the OGC collection gives, within Web Mercator's latitudes.
       const extent = await placemarkExtent(app.db)

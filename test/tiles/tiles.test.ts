@@ -61,7 +61,13 @@ async function tileChecks (t: Test, app: FastifyInstance) {
     // Each feature's properties are its placemark's, folder the innermost folder name.
     const one = features[0]
     const detail = (await app.inject(`/api/v1/placemarks/${one.id}`)).json()
-    t.same(one.properties, { id: detail.id, name: detail.name, geometry_type: detail.geometry_type, folder: detail.folder_path.at(-1) })
+    const { color, fill, width, icon, time_begin: begin, time_end: end, ...own } = one.properties
+    t.same(own, { id: detail.id, name: detail.name, geometry_type: detail.geometry_type, folder: detail.folder_path.at(-1) })
+    // Its resolved style and time: the GeoJSON answer's style object and times, as tile attributes.
+    const geojson = (await app.inject(`/api/v1/placemarks/${one.id}?format=geojson`)).json()
+    t.same(JSON.parse(JSON.stringify({ color, fill, width, icon })), geojson.properties.style, 'the style of the GeoJSON answer')
+    t.equal(begin, detail.time_begin === null ? undefined : Date.parse(detail.time_begin), 'time_begin')
+    t.equal(end, detail.time_end === null ? undefined : Date.parse(detail.time_end), 'time_end')
     t.equal(one.type, { Point: 1, LineString: 2, Polygon: 3 }[detail.geometry_type as string])
   })
 

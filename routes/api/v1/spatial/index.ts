@@ -33,7 +33,7 @@ const spatial: FastifyPluginAsyncTypebox = async (app) => {
     const summaries = await app.boxIndex.query(box, limit)
     const bbox = { min_lon, min_lat, max_lon, max_lat }
     // Bytes serialized by one function on both paths (the schema documents them), gzipped for clients that take it.
-    if (request.wantsGeoJson()) return app.datasetCache.sendFresh(request, reply, reply.geojson(bboxGeoJson(summaries, bbox)), String(reply.getHeader('content-type')))
+    if (request.wantsGeoJson()) return app.datasetCache.sendFresh(request, reply, reply.geojson(bboxGeoJson(summaries, bbox, await app.tiles.styles())), String(reply.getHeader('content-type')))
     return app.datasetCache.sendFresh(request, reply, bboxBody(summaries, bbox), 'application/json; charset=utf-8')
   })
 }
