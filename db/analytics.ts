@@ -2,6 +2,7 @@ import type { Kysely, RawBuilder } from 'kysely'
 import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
 import type { SuspicionCounts } from '../lib/activity/analytics.ts'
+import type { Ghost } from './activity.ts'
 
 type Db = Kysely<Database>
 
@@ -44,21 +45,23 @@ const edgeCondition = (edges: [number, number][]) =>
 /**
  * Per-member rows of a window: the daily rollup's whole UTC days and, grouped by member, the raw events
  * of the partial days at the edges. `columns` names each output column with its expression over the
- * rollup and its aggregate over raw events.
+ * rollup and its aggregate over raw events; `member`, when given, keeps that member's rows only.
  */
 function memberParts (guildId: string, w: { since: number | null; until: number }, columns: Record<string, [daily: string, raw: string]>,
-  only?: [daily: string, raw: string]): RawBuilder<unknown> {
+  only?: [daily: string, raw: string], member?: string): RawBuilder<unknown> {
   const { whole, edges } = splitWindow(w.since, w.until, DAY)
   const list = (i: 0 | 1) => sql.raw(Object.entries(columns).map(([name, exprs]) => `${exprs[i]} AS ${name}`).join(', '))
   const pieces: RawBuilder<unknown>[] = []
   if (whole) {
     const from = whole.from === null ? sql`` : sql`AND day >= ${day(whole.from)}::date`
     const rows = only ? sql.raw(`AND ${only[0]}`) : sql``
-    pieces.push(sql`SELECT user_id, ${list(0)} FROM activity_daily WHERE guild_id = ${guildId} ${from} AND day < ${day(whole.to)}::date ${rows}`)
+    const one = member === undefined ? sql`` : sql`AND user_id = ${member}`
+    pieces.push(sql`SELECT user_id, ${list(0)} FROM activity_daily WHERE guild_id = ${guildId} ${from} AND day < ${day(whole.to)}::date ${rows} ${one}`)
   }
   if (edges.length > 0) {
     const rows = only ? sql.raw(`AND ${only[1]}`) : sql``
-    pieces.push(sql`SELECT e.user_id, ${list(1)} FROM activity_events e WHERE e.guild_id = ${guildId} AND (${edgeCondition(edges)}) ${rows} GROUP BY e.user_id`)
+    const one = member === undefined ? sql`` : sql`AND e.user_id = ${member}`
+    pieces.push(sql`SELECT e.user_id, ${list(1)} FROM activity_events e WHERE e.guild_id = ${guildId} AND (${edgeCondition(edges)}) ${rows} ${one} GROUP BY e.user_id`)
   }
   return sql.join(pieces, sql` UNION ALL `)
 }
@@ -268,7 +271,7 @@ const COUNTS = ['t', 'm', 'd', 'rc', 'p', 'pm', 'rl', 'rf']
  * the members whose first event ever falls in the window (none for an open window).
  * One aggregate pass sums the counts and the double sum; newcomers join by hash; the sort keeps the top.
  */
-export async function suspects (db: Db, q: WindowQuery & { minScore: number; limit: number }): Promise<MemberCounts[]> {
+export async function suspects (db: Db, q: WindowQuery & { minScore: number; limit: number; userId?: string }): Promise<MemberCounts[]> {
   const parts = memberParts(q.guildId, q, {
     t: ['typing_count', "count(*) FILTER (WHERE type = 'typing')"],
     m: ['message_count', "count(*) FILTER (WHERE type = 'message')"],
@@ -278,7 +281,7 @@ export async function suspects (db: Db, q: WindowQuery & { minScore: number; lim
     pm: ['multi_presence_count', "count(*) FILTER (WHERE type = 'presence' AND cardinality(clients) >= 2)"],
     rl: ['timed_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms IS NOT NULL)"],
     rf: ['fast_reaction_count', "count(*) FILTER (WHERE type = 'reaction' AND latency_ms < 3000)"]
-  })
+  }, undefined, q.userId)
   // A member's first event ever is in the window exactly when it is at or after since: they have one in it.
   const newcomer = q.since === null
     ? sql`SELECT w.*, 0 AS nc FROM w`
@@ -311,6 +314,29 @@ export async function suspects (db: Db, q: WindowQuery & { minScore: number; lim
     fastReactions: r.rf,
     newcomer: r.nc === 1
   }))
+}
+
+/**
+ * Ghosts over a closed window [since, until) (GET /api/ghosts with `until`): typing and message counts per
+ * member from the daily rollup's whole days and the raw events of the partial edges, members with a typing
+ * event in it, by ghostScore = typing / (messages + 1) desc, typing desc, then user id; at most `limit`.
+ */
+export async function ghostsInWindow (db: Db, q: WindowQuery & { limit: number }): Promise<Ghost[]> {
+  const parts = memberParts(q.guildId, q, {
+    t: ['typing_count', "count(*) FILTER (WHERE type = 'typing')"],
+    m: ['message_count', "count(*) FILTER (WHERE type = 'message')"]
+  }, ['(typing_count > 0 OR message_count > 0)', "e.type IN ('typing', 'message')"])
+  const { rows } = await sql<{ user_id: string; username: string; t: number; m: number }>`
+    WITH top AS (
+      SELECT user_id, sum(t)::int8 AS t, sum(m)::int8 AS m FROM (${parts}) parts
+      GROUP BY user_id HAVING sum(t) > 0
+      ORDER BY sum(t)::float8 / (sum(m) + 1) DESC, sum(t) DESC, user_id
+      LIMIT ${q.limit}
+    )
+    SELECT top.user_id, u.username, top.t::int AS t, top.m::int AS m FROM top
+    JOIN activity_users u ON u.guild_id = ${q.guildId} AND u.user_id = top.user_id
+    ORDER BY top.t::float8 / (top.m + 1) DESC, top.t DESC, top.user_id`.execute(db)
+  return rows.map((r) => ({ userId: r.user_id, username: r.username, typingCount: r.t, messageCount: r.m, ghostScore: r.t / (r.m + 1) }))
 }
 
 export interface TimelineRow {

@@ -463,7 +463,7 @@ function overviewView (s) {
       const window = { guildId: s.guild, since: iso(w.since), until: iso(w.until) }
       const sources = {
         overview: apiPath('/api/overview', { ...window, timeZone: s.tz, limit: OVERVIEW_CHANNELS }),
-        ghosts: apiPath('/api/ghosts', { guildId: s.guild, since: window.since, limit: TABLE_LIMIT }),
+        ghosts: apiPath('/api/ghosts', { ...window, limit: TABLE_LIMIT }),
         lurkers: apiPath('/api/lurkers', { ...window, limit: TABLE_LIMIT }),
         suspicion: apiPath('/api/suspicion', { ...window, minScore: 50, limit: TABLE_LIMIT })
       }
@@ -480,7 +480,7 @@ function overviewView (s) {
       fill(cards,
         card('events', 'Events', sources.overview, value(o, (a) => a.totals.events)),
         card('members', 'Active members', sources.overview, value(o, (a) => a.totals.members)),
-        card('ghosts', w.live ? 'Ghosts' : 'Ghosts (since the window\'s start)', sources.ghosts, value(answers.ghosts, (a) => a.count), { href: hrefOf({ view: 'ghosts' }), capped: answers.ghosts.status === 'fulfilled' && answers.ghosts.value.count === TABLE_LIMIT }),
+        card('ghosts', 'Ghosts', sources.ghosts, value(answers.ghosts, (a) => a.count), { href: hrefOf({ view: 'ghosts' }), capped: answers.ghosts.status === 'fulfilled' && answers.ghosts.value.count === TABLE_LIMIT }),
         card('lurkers', 'Lurkers', sources.lurkers, value(answers.lurkers, (a) => a.count), { href: hrefOf({ view: 'lurkers' }), capped: answers.lurkers.status === 'fulfilled' && answers.lurkers.value.count === TABLE_LIMIT }),
         card('suspicious', 'Suspicion score ≥ 50', sources.suspicion, value(answers.suspicion, (a) => a.members.length), { href: hrefOf({ view: 'suspicion', min: 50 }), capped: answers.suspicion.status === 'fulfilled' && answers.suspicion.value.members.length === TABLE_LIMIT }))
       if (o.status === 'rejected') {
@@ -624,7 +624,7 @@ function tableView (s) {
   /** @param {Window} w */
   async function load (w) {
     lastWindow = w
-    const window = def.sinceOnly ? { guildId: s.guild, since: iso(w.since) } : { guildId: s.guild, since: iso(w.since), until: iso(w.until) }
+    const window = { guildId: s.guild, since: iso(w.since), until: iso(w.until) }
     const threshold = def.threshold && loadedMin !== null ? { [def.threshold.param]: loadedMin } : {}
     const path = apiPath(def.endpoint, { ...window, ...threshold, limit: TABLE_LIMIT })
     /** @type {any} */
@@ -799,7 +799,8 @@ function memberView (s) {
 
   /** @param {Window} w */
   async function loadFactors (w) {
-    const path = apiPath('/api/suspicion', { guildId: s.guild, since: iso(w.since), until: iso(w.until), minScore: 0, limit: TABLE_LIMIT })
+    // This member alone (minScore 0: a member with an event in the window always has an entry).
+    const path = apiPath('/api/suspicion', { guildId: s.guild, since: iso(w.since), until: iso(w.until), minScore: 0, userId: s.member })
     try {
       const answer = await getJson(path)
       const entry = answer.members.find((/** @type {{ userId: string }} */ m) => m.userId === s.member)
@@ -808,9 +809,7 @@ function memberView (s) {
         title.textContent = `Member ${entry.username}`
         fill(factors, h('p', { class: 'score', 'data-score': entry.score }, 'Score ', h('strong', {}, f.count(entry.score)), ' of 100'), factorList(entry.factors, f))
       } else {
-        fill(factors, h('p', {}, answer.members.length === TABLE_LIMIT
-          ? `Not among the ${TABLE_LIMIT} highest scores of this window.`
-          : 'No events of this member in this window: no score.'))
+        fill(factors, h('p', {}, 'No events of this member in this window: no score.'))
       }
     } catch (err) {
       fill(factors, errorBox(err))

@@ -23,7 +23,6 @@ const FACTOR_LABELS = { ghost: 'Ghost', multiClient: 'Multi-client', deletes: 'D
  * @property {string} explain one sentence: what the table lists
  * @property {Column[]} columns
  * @property {Threshold} [threshold]
- * @property {boolean} [sinceOnly] the endpoint takes `since` but no `until`
  */
 
 /** @type {Record<string, TableDef>} */
@@ -33,8 +32,7 @@ export const TABLES = {
     endpoint: '/api/ghosts',
     rowsKey: 'ghosts',
     noun: 'ghosts',
-    explain: 'Members who type without posting: typing events over messages + 1, since the window\'s start.',
-    sinceOnly: true,
+    explain: 'Members who type without posting: typing events over messages + 1, in the window.',
     columns: [
       { key: 'username', label: 'Member', kind: 'member' },
       { key: 'ghostScore', label: 'Ghost score', kind: 'ratio' },

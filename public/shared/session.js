@@ -3,7 +3,10 @@
  * module's memory only (never in localStorage, sessionStorage or a readable cookie); the httpOnly refresh
  * cookie that /auth/callback set renews it through POST /api/auth/refresh. Of the open tabs of this
  * origin, one (the holder of a Web Lock) renews, a minute before expiry, and hands the new token to the
- * others over a BroadcastChannel, so the tabs renew once between them and always share one token.
+ * others over a BroadcastChannel, so the tabs renew once between them and always share one token. The
+ * server sets a readable marker cookie (`has_session=1`, no secret) beside the refresh cookie and clears it
+ * with it: without the marker there is no session to renew, so a signed-out visit shows the sign-in
+ * without asking the server.
  *
  *   const session = new Session({ onSignedOut: showSignIn, onToken: showSignedIn })
  *   session.start().catch(showError)
@@ -11,6 +14,7 @@
  */
 
 const REFRESH_URL = '/api/auth/refresh'
+const SESSION_MARKER = 'has_session'
 const LOGIN_URL = '/api/auth/identity/login'
 const LEADER_LOCK = 'session-renewal'
 const CHANNEL = 'session'
@@ -58,6 +62,14 @@ export async function apiError (response) {
  */
 export function signInUrl (path = location.pathname + location.search) {
   return `${LOGIN_URL}?return=${encodeURIComponent(path)}`
+}
+
+/**
+ * Whether this browser holds a refresh cookie, as its marker cookie says (the refresh cookie itself is
+ * httpOnly). A marker that outlived its session costs one refused renewal, whose answer clears it.
+ */
+export function hasSessionCookie () {
+  return typeof document !== 'undefined' && document.cookie.split(';').some((pair) => pair.trim().startsWith(`${SESSION_MARKER}=`))
 }
 
 /**
@@ -252,6 +264,11 @@ export class Session {
    */
   #renew () {
     this.#renewal ??= (async () => {
+      // No session to renew: signed out, without a refused request to show for it.
+      if (!hasSessionCookie()) {
+        this.#end(true)
+        return null
+      }
       let response
       try {
         response = await fetch(REFRESH_URL, { method: 'POST', credentials: 'same-origin' })

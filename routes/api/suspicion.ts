@@ -43,23 +43,25 @@ const route: FastifyPluginAsyncTypebox = async (app) => {
         '`score = round(100 x (0.25 ghost + 0.20 multiClient + 0.20 deletes + 0.15 roleChurn + 0.10 fastReactions + 0.10 newcomer))`,',
         'computed from the exact factors (exact fractions: a sum of exactly x.5 rounds up). Members with score >= `minScore`,',
         'sorted by score desc, then userId. The factors are echoed rounded to 4 decimals. `newcomer` is 0 for an open window',
-        '(no `since`): a member\'s first event is then always in it, which says nothing.',
+        '(no `since`): a member\'s first event is then always in it, which says nothing. With `userId`, only that member is scored:',
+        'the answer holds their entry (when they have an event in the window and score at least `minScore`) or none.',
         rules()
       ].join('\n'),
       security: [{ bearerAuth: [] }],
       querystring: windowQuery({
-        minScore: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, default: 1, description: 'Least score (0..100, default 1)', examples: [20] }))
+        minScore: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, default: 1, description: 'Least score (0..100, default 1)', examples: [20] })),
+        userId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only this member (user id at the identity provider): their entry alone, or none', examples: ['100000000000000001'] }))
       }),
       response: {
         200: answer(SuspicionResponse, 'Members by suspicion score, highest first'),
-        ...analyticsErrors('querystring/minScore must be <= 100')
+        ...analyticsErrors('querystring/minScore must be <= 100', 'querystring/userId must NOT have more than 64 characters')
       }
     }
   }, async (request) => {
-    const { guildId, limit = 100, minScore = 1 } = request.query
+    const { guildId, limit = 100, minScore = 1, userId: member } = request.query
     const w = await app.analyticsWindow(request, request.query)
     // Scored, filtered, sorted and cut in the database; the factors of the answer's members echoed from their counts.
-    const rows = await suspects(app.db, { guildId, ...w, minScore, limit })
+    const rows = await suspects(app.db, { guildId, ...w, minScore, limit, userId: member })
     const members = rows.map((r) => {
       const { factors } = suspicion(r)
       return { userId: r.userId, username: r.username, score: r.score, factors }

@@ -31,6 +31,20 @@ export class Oracle {
     return best!.username
   }
 
+  // Ghosts over [since, until): typing / (messages + 1) for members with a typing event, then typing, then id.
+  ghosts (g: string, since: number | null, until: number, limit: number) {
+    const per = new Map<string, { t: number; m: number }>()
+    for (const e of this.inWindow(g, since, until)) {
+      if (e.type !== 'typing' && e.type !== 'message') continue
+      const c = per.get(e.userId) ?? { t: 0, m: 0 }
+      if (e.type === 'typing') c.t++; else c.m++
+      per.set(e.userId, c)
+    }
+    return [...per].filter(([, c]) => c.t > 0)
+      .sort(([a, x], [b, y]) => y.t / (y.m + 1) - x.t / (x.m + 1) || y.t - x.t || byBytes(a, b)).slice(0, limit)
+      .map(([userId, c]) => ({ userId, username: this.username(g, userId), typingCount: c.t, messageCount: c.m, ghostScore: c.t / (c.m + 1) }))
+  }
+
   lurkers (g: string, since: number | null, until: number, minPresence: number, limit: number) {
     const per = new Map<string, { p: number; active: number; last: number }>()
     for (const e of this.inWindow(g, since, until)) {

@@ -192,6 +192,8 @@ t.test('the callback in production: signs in, sets the refresh cookie and return
   t.match(jar.attributes.get('refresh_token'), /HttpOnly/i)
   t.match(jar.attributes.get('refresh_token'), /; Secure/)
   t.match(jar.attributes.get('refresh_token'), /SameSite=Strict/i)
+  t.match(jar.attributes.get('has_session'), /^has_session=1; Max-Age=\d+; Path=\/; Secure; SameSite=Strict$/, 'its marker is Secure in production too')
+  t.notMatch(jar.attributes.get('has_session'), /HttpOnly/i)
   t.notOk(jar.cookies.has('oauth_state'), 'the state is spent')
   const exchange = new URLSearchParams(idp.requests.find((r) => r.path === '/token')!.body)
   t.same([exchange.get('code'), exchange.get('redirect_uri')], ['good', `${base}/auth/callback`])
@@ -240,4 +242,78 @@ t.test('a code the provider refuses, and a provider that fails, at the productio
   t.same(await attempt('bad'), [401, 'Invalid authorization code'])
   t.same(await attempt('bad'), [401, 'Invalid authorization code'])
   t.same(await attempt('good'), [429, 'Rate limit exceeded'], 'two refused codes: blocked')
+})
+
+t.test('the has_session marker: set with the refresh cookie, readable by pages, cleared with the session', async (t) => {
+  const handle = await openTestDatabase(t)
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const app = await buildApp({ config: testConfig({ PORT: port, PUBLIC_URL: base, AUTH_RATE_LIMIT_MAX: 10_000 }), db: handle, logger: false })
+  await app.listen({ port, host: '127.0.0.1' })
+  t.teardown(() => app.close())
+
+  const signIn = async () => {
+    const jar = new CookieJar()
+    const login = await jar.get(`${base}/api/auth/identity/login?return=%2Fdashboard`)
+    t.notOk(jar.cookies.has('has_session'), 'no marker before the sign-in')
+    const authorize = await (await fetch(login.headers.get('location')!)).text()
+    await jar.get(/href="([^"]*code=[^"]*)"/.exec(authorize)![1]!.replace(/&#38;/g, '&'))
+    return jar
+  }
+  const post = async (jar: CookieJar, path: string, init: { token?: string; body?: unknown } = {}) => jar.take(await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { cookie: jar.header(), ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...(init.body ? { 'content-type': 'application/json' } : {}) },
+    body: init.body ? JSON.stringify(init.body) : undefined
+  }))
+  const maxAge = (line: string | undefined) => Number(/Max-Age=(\d+)/i.exec(line ?? '')?.[1])
+
+  const jar = await signIn()
+  t.equal(jar.cookies.get('has_session'), '1', 'signed in: the marker holds no secret, only 1')
+  const marker = jar.attributes.get('has_session')!
+  t.notMatch(marker, /HttpOnly/i, 'a page\'s script may read it')
+  t.match(marker, /Path=\/(;|$)/, 'on every path, where the pages are')
+  t.match(marker, /SameSite=Strict/i)
+  t.notMatch(marker, /Secure/, 'not Secure outside production, like the refresh cookie')
+  t.equal(maxAge(marker), maxAge(jar.attributes.get('refresh_token')), 'as long-lived as the refresh cookie')
+  t.ok(maxAge(marker) > 0)
+
+  // A renewal through the cookie sets both again; a logout clears both.
+  const renewed = await post(jar, '/api/auth/refresh')
+  t.equal(renewed.status, 200)
+  t.same(renewed.headers.getSetCookie().map((c) => c.split('=')[0]).sort(), ['has_session', 'refresh_token'], 'a renewal sets both cookies')
+  const { accessToken } = await renewed.json() as { accessToken: string }
+  t.equal((await post(jar, '/api/auth/logout', { token: accessToken })).status, 204)
+  t.same([jar.cookies.has('refresh_token'), jar.cookies.has('has_session')], [false, false], 'logged out: both cleared')
+  t.match(jar.attributes.get('has_session'), /Path=\/(;|$)/, 'cleared on its own path')
+
+  // Without a cookie (or with a spent one) the refusal clears the marker too.
+  const none = new CookieJar()
+  none.cookies.set('has_session', '1')
+  t.equal((await post(none, '/api/auth/refresh')).status, 401)
+  t.notOk(none.cookies.has('has_session'), 'a refused renewal through the cookie clears a stale marker')
+
+  // A refresh token in the body that is refused says nothing about the cookie: the marker stays.
+  const other = await signIn()
+  t.equal((await post(other, '/api/auth/refresh', { body: { refreshToken: 'not-a-token' } })).status, 401)
+  t.equal(other.cookies.get('has_session'), '1', 'a refused body token leaves the marker')
+
+  // Sign out everywhere clears the marker of the browser that asked; its refresh cookie renews nothing anyway.
+  const token = (await (await post(other, '/api/auth/refresh')).json() as { accessToken: string }).accessToken
+  const everywhere = other.take(await fetch(`${base}/api/auth/sessions`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } }))
+  t.equal(everywhere.status, 204)
+  t.notOk(other.cookies.has('has_session'), 'sign out everywhere: the marker is cleared')
+  t.match(everywhere.headers.getSetCookie()[0], /^has_session=;.*Path=\/.*SameSite=Strict/i)
+  const third = await signIn()
+  const token3 = (await (await post(third, '/api/auth/refresh')).json() as { accessToken: string }).accessToken
+  const others = third.take(await fetch(`${base}/api/auth/sessions?scope=others`, { method: 'DELETE', headers: { authorization: `Bearer ${token3}` } }))
+  t.same([others.status, others.headers.getSetCookie()], [204, []], 'sign out of the other sessions: this one\'s marker stays')
+
+  // A session revoked elsewhere: the marker outlives it until the page's renewal is refused.
+  const revoked = await signIn()
+  const t4 = (await (await post(revoked, '/api/auth/refresh')).json() as { accessToken: string }).accessToken
+  const { sid } = JSON.parse(Buffer.from(t4.split('.')[1]!, 'base64url').toString()) as { sid: string }
+  t.equal((await fetch(`${base}/api/auth/sessions/${sid}`, { method: 'DELETE', headers: { authorization: `Bearer ${t4}` } })).status, 204)
+  t.equal(revoked.cookies.get('has_session'), '1')
+  t.equal((await post(revoked, '/api/auth/refresh')).status, 401)
+  t.notOk(revoked.cookies.has('has_session'), 'the refused renewal of a revoked session clears it')
 })

@@ -63,8 +63,8 @@ async function openPage (t: Test, options: { width?: number; expected?: RegExp }
   })
   const page = await context.newPage()
   page.setDefaultTimeout(15_000)
-  // The refresh refused before the sign-in is the page asking whether a session exists.
-  const expected = options.expected ?? /status of 401 \(Unauthorized\)/
+  // By default no console error at all: a signed-out visit asks for no renewal (there is no has_session marker).
+  const expected = options.expected ?? /(?!)/
   page.on('console', (message) => { if (message.type() === 'error' && !expected.test(message.text())) problems.push(`console: ${message.text()}`) })
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`))
   return { context, page, problems }
@@ -198,6 +198,7 @@ t.test('signed in from a view, every view shows what the API answers', async (t)
     t.same([Number(card.value), card.text], [expected, count(expected)], `${card.key}: ${card.text}`)
   }
   t.match(cards.find((c) => c.key === 'suspicious')!.source, /minScore=50/)
+  t.match(cards.find((c) => c.key === 'ghosts')!.source, /since=.*until=/, 'the ghosts are counted over the window, like every other card')
   const overview = await api(base, token, cards[0]!.source)
   t.equal(overview.timeZone, TZ)
   const dayRows = await page.$$eval('.chart-data tbody tr', (trs) => trs.map((tr) => Array.from(tr.children, (c) => c.textContent)))
@@ -332,7 +333,9 @@ t.test('signed in from a view, every view shows what the API answers', async (t)
   const asShown = (events: any[]) => events.map((e) => [e.type, e.createdAt, date(e.createdAt)])
   t.same((await shownEvents()).map((e) => [e[0], e[1], spaces(e[2]!)]), asShown(first.events), `the first ${first.events.length} events, newest first`)
   const factorsShown = await page.$$eval('.member-factors .factor-value', (vs) => vs.map((v) => v.textContent))
-  const entry = (await api(base, token, (await page.getAttribute('.member-factors', 'data-source'))!)).members.find((m: any) => m.userId === top.userId)
+  const factorsSource = (await page.getAttribute('.member-factors', 'data-source'))!
+  t.match(factorsSource, `userId=${top.userId}`, 'the member\'s factors are asked for the member alone')
+  const entry = (await api(base, token, factorsSource)).members.find((m: any) => m.userId === top.userId)
   t.same([await page.getAttribute('.member-factors .score', 'data-score'), ...factorsShown], [String(entry.score), ...TABLE_ROWS.suspicion!.row(entry).slice(3)], 'the member\'s score and factors')
   t.same(await axeFindings(page), [], 'axe: member')
   await page.screenshot({ path: join(artifacts, 'dashboard-member.png'), fullPage: true })
@@ -361,6 +364,41 @@ t.test('signed in from a view, every view shows what the API answers', async (t)
   t.same(await axeFindings(page), [], 'axe: overview, narrow and dark')
   await page.screenshot({ path: join(artifacts, 'dashboard-narrow-dark.png'), fullPage: true })
   t.same(problems, [], 'no CSP violation or console error')
+})
+
+t.test('a signed-out first visit asks for no renewal and logs nothing; the marker comes and goes with the session', async (t) => {
+  const { context, page, problems } = await openPage(t)
+  const renewals: string[] = []
+  page.on('request', (request) => { if (new URL(request.url()).pathname === '/api/auth/refresh') renewals.push(request.url()) })
+  await page.goto(`${base}/dashboard?guild=${GUILD}&view=heatmap`)
+  await page.waitForSelector('#sign-in', { state: 'visible' })
+  t.same(renewals, [], 'no session marker: no renewal asked, so no refused one')
+  t.same(problems, [], 'no console error on a signed-out first visit')
+  t.same(await axeFindings(page), [], 'axe: signed out')
+
+  await page.click('#sign-in')
+  await page.click('a.user[data-user="ada"]')
+  await page.waitForSelector('text=Signed in as ada')
+  const marker = (await context.cookies()).find((c) => c.name === 'has_session')
+  t.match(marker, { value: '1', path: '/', httpOnly: false, sameSite: 'Strict' }, 'signed in: the readable marker, which holds no secret')
+  t.same(await page.evaluate(() => document.cookie), 'has_session=1', 'the page reads the marker, and nothing else')
+  t.ok(renewals.length >= 1, 'the signed-in page got its token through the cookie')
+
+  // A new tab of the signed-in browser: a token without a sign-in.
+  const second = await context.newPage()
+  second.on('console', (message) => { if (message.type() === 'error') problems.push(`console (second tab): ${message.text()}`) })
+  await second.goto(`${base}/dashboard?guild=${GUILD}`)
+  await second.waitForSelector('text=Signed in as ada')
+  await second.close()
+
+  await page.click('#sign-out')
+  await page.waitForSelector('#sign-in', { state: 'visible' })
+  t.notOk((await context.cookies()).some((c) => c.name === 'has_session' || c.name === 'refresh_token'), 'signed out: the marker is cleared with the refresh cookie')
+  const asked = renewals.length
+  await page.reload()
+  await page.waitForSelector('#sign-in', { state: 'visible' })
+  t.equal(renewals.length, asked, 'a visit after signing out asks nothing either')
+  t.same(problems, [], 'and nothing was logged')
 })
 
 t.test('without a readable guild the page says why; a guild the user may not read says which permission is missing', async (t) => {

@@ -113,7 +113,7 @@ t.test('GET /api/ghosts', async (t) => {
     t.match(op.description, /MANAGE_GUILD/)
     t.same(Object.keys(op.responses).filter((s) => s !== '503').sort(), ['200', '400', '401', '403', '429'])
     const params = Object.fromEntries(op.parameters.map((p: { name: string; required?: boolean }) => [p.name, Boolean(p.required)]))
-    t.same(params, { guildId: true, since: false, limit: false })
+    t.same(params, { guildId: true, since: false, until: false, limit: false })
     const ghost = op.responses['200'].content['application/json'].schema.properties.ghosts.items
     t.same(Object.keys(ghost.properties), ['userId', 'username', 'typingCount', 'messageCount', 'ghostScore'])
   })

@@ -4,7 +4,9 @@ import { answer, errors, fail } from '../../../schemas/common.ts'
 import { SessionParams, SessionsResponse, SignOutQuery } from '../../../schemas/auth.ts'
 import { HttpError } from '../../../lib/errors.ts'
 import { liveSessions } from '../../../db/auth.ts'
-import { bearer } from './shared.ts'
+import { bearer, markerCookieOptions } from './shared.ts'
+import { fastifyCookie } from '@fastify/cookie'
+import { SESSION_MARKER_COOKIE } from '../../../lib/auth/cookies.ts'
 
 const sessions: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/sessions', {
@@ -37,17 +39,24 @@ const sessions: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'signOutEverywhere',
       summary: 'Sign out everywhere, or everywhere else',
       description: 'Ends every session of the caller (`scope=all`, the default, this one included) or every one but the current (`scope=others`). ' +
-        'The ended sessions\' access tokens stop working at once on every instance and their refresh tokens are refused. Recorded in the security history.',
+        'The ended sessions\' access tokens stop working at once on every instance and their refresh tokens are refused. Recorded in the security history. ' +
+        'With `scope=all` the answer also clears this browser\'s `has_session` marker (its session is over).',
       security: bearer,
       querystring: SignOutQuery,
       response: {
-        204: Type.Null({ description: 'Signed out; no body' }),
+        204: Type.Null({
+          description: 'Signed out; no body',
+          headers: { 'set-cookie': { type: 'string', description: 'With scope=all: clears the has_session marker', example: 'has_session=; Max-Age=0; Path=/; SameSite=Strict' } }
+        }),
         ...errors(fail(400, 'An unknown scope', 'querystring/scope must be equal to one of the allowed values'), 401, 429, 503)
       }
     }
   }, async (request, reply) => {
     const { userId, sessionId } = request.auth!
-    await app.signin.signOutAll(userId, request.query.scope === 'others' ? { except: sessionId } : {})
+    const others = request.query.scope === 'others'
+    await app.signin.signOutAll(userId, others ? { except: sessionId } : {})
+    // This scope has no cookie plugin (bearer routes read no cookie): the marker's clearing is written as is.
+    if (!others) reply.header('set-cookie', fastifyCookie.serialize(SESSION_MARKER_COOKIE, '', { ...markerCookieOptions(app), maxAge: 0, expires: new Date(0) }))
     return reply.code(204).send(null)
   })
 
