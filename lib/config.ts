@@ -111,8 +111,8 @@ export const ConfigSchema = Type.Object({
   // The longest block: later blocks of one IP double the first up to this.
   SIGNIN_MAX_BLOCK_SECONDS: Type.Integer({ minimum: 1, default: 3600 }),
   PROFILE_CACHE_SIZE: Type.Integer({ minimum: 0, default: 10_000 }),
-  // The map page's base layer: a tile URL template ({z}/{x}/{y}); unset, the page draws on a blank
-  // background and needs no internet.
+  // The map page's base layer: a raster tile URL template ({z}/{x}/{y}). Unset: OpenStreetMap's standard
+  // tiles in development, none otherwise; `none`: no base map, and the page needs no internet.
   MAP_TILE_URL: Type.Optional(Type.String({ minLength: 1 })),
   MAP_TILE_ATTRIBUTION: Type.Optional(Type.String({ minLength: 1 })),
   // Prometheus metrics at GET /metrics; false turns the endpoint and the per-route timings off.
@@ -203,7 +203,8 @@ const postgresUrl = (value: string) => value.startsWith('/') || /^socket:/i.test
 const redisUrl = (value: string) => /^\/(?!\/)/.test(value) || (/^rediss?:\/\//i.test(value) && URL.canParse(value))
 
 // Tiles on this server's own origin are a path; on another origin an http(s) template ({s}, {z}, {x}, {y}).
-const tileUrl = (value: string) => httpUrl(value) || /^\/(?!\/)/.test(value)
+// `none`: no base map.
+const tileUrl = (value: string) => value === 'none' || httpUrl(value) || /^\/(?!\/)/.test(value)
 
 // An Origin header is compared with each listed origin as it is: anything more than scheme://host[:port] never matches.
 function corsOriginsProblem (setting: string): string | null {
@@ -249,6 +250,17 @@ function configError (problems: string[]): ConfigError {
   return new ConfigError(`${problems.length} settings need attention:\n${problems.map((p) => `  - ${p}`).join('\n')}`)
 }
 
+// The map page's default base layer in development (its tile usage policy asks for an attribution).
+export const OSM_TILE_URL = 'https://tile.openstreetmap.org/{z}/{x}/{y}.png'
+export const OSM_ATTRIBUTION = '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors'
+
+/** The map's base layer: `none` is no base map (undefined), unset is OpenStreetMap in development only. */
+function mapBaseLayer (raw: RawConfig): { MAP_TILE_URL: string | undefined, MAP_TILE_ATTRIBUTION: string | undefined } {
+  if (raw.MAP_TILE_URL === 'none') return { MAP_TILE_URL: undefined, MAP_TILE_ATTRIBUTION: undefined }
+  if (raw.MAP_TILE_URL === undefined && raw.NODE_ENV === 'development') return { MAP_TILE_URL: OSM_TILE_URL, MAP_TILE_ATTRIBUTION: raw.MAP_TILE_ATTRIBUTION ?? OSM_ATTRIBUTION }
+  return { MAP_TILE_URL: raw.MAP_TILE_URL, MAP_TILE_ATTRIBUTION: raw.MAP_TILE_ATTRIBUTION }
+}
+
 export function loadConfig (env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const input: Record<string, unknown> = {}
   for (const key of Object.keys(ConfigSchema.properties)) {
@@ -282,5 +294,6 @@ export function loadConfig (env: Env = process.env, overrides: Partial<Config> =
   }
   checkSecrets(raw, isProduction, problems)
   if (problems.length) throw configError(problems)
-  return { ...raw, HOST, PUBLIC_URL, SEED_SAMPLE_DATA, isProduction, devIdp, ...overrides }
+  const { MAP_TILE_URL, MAP_TILE_ATTRIBUTION } = mapBaseLayer(raw)
+  return { ...raw, HOST, PUBLIC_URL, SEED_SAMPLE_DATA, MAP_TILE_URL, MAP_TILE_ATTRIBUTION, isProduction, devIdp, ...overrides }
 }

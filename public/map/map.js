@@ -1,366 +1,469 @@
 /*
- * The map page: the placemarks of the current view, read from the box query's GeoJSON answer as the
- * view moves, with a popup per placemark, a folder filter and the timeline. Runs under a strict
- * Content-Security-Policy: no inline code, no inline styles (Leaflet styles through the DOM).
+ * The map page: the dataset drawn from the server's vector tiles with MapLibre GL JS, clusters with
+ * their counts, each placemark in its KML style. The folder filter, the search box and the time bar
+ * filter the tiles themselves (the tile URL's `folder`, `q` and `datetime`, read from the TileJSON)
+ * and mean the dataset, not the view: the page says how many placemarks match in all (the OGC items'
+ * numberMatched) and moves to them. The address holds the view. Runs under a strict
+ * Content-Security-Policy: no inline script or style, MapLibre's worker a module of this server.
  */
-/* global L, DOMPurify */
-'use strict'
+import { CLUSTER_LAYER, FILL_LAYER, LINE_LAYER, PICKABLE, POINT_LAYER, SOURCE, baseTiles, mapStyle } from './style.js'
+import { filterParams, readView, writeView } from './view.js'
+import { TimeBar, timeFormats } from './timebar.js'
+import { configurePurifier, popupContent, sanitize } from './popup.js'
 
-;(function () {
-  const LIMIT = 10000 // the box query's cap
-  const GEOJSON = { accept: 'application/geo+json' }
+/**
+ * @typedef {typeof import('maplibre-gl')} MapLibre
+ * @typedef {import('maplibre-gl').Map} MapLibreMap
+ * @typedef {import('maplibre-gl').MapGeoJSONFeature} RenderedFeature
+ * @typedef {import('maplibre-gl').LngLatBoundsLike} Bounds
+ * @typedef {import('./view.js').Filters} Filters
+ * @typedef {import('./popup.js').Placemark} Placemark
+ * @typedef {{ tiles: string[], bounds?: number[] }} TileJson
+ * @typedef {{ numberMatched?: number, features: { geometry: { type: string, coordinates: unknown } | null }[] }} Items
+ */
+
+// Vendors' ES modules, served by this server (routes/map/index.ts).
+const MAPLIBRE_URL = '/map/maplibre/maplibre-gl.mjs'
+const DOMPURIFY_URL = '/map/vendor/purify.es.mjs'
+// The first matches a filter reads to find where they are: exact up to this many.
+const EXTENT_SAMPLE = 1000
+// The most placemarks an export link asks for (the OGC items' largest page).
+const EXPORT_LIMIT = 10000
+const LIST_MAX = 50
+
+const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id))
+const statusEl = $('status')
+const folderSelect = /** @type {HTMLSelectElement} */ ($('folder'))
+const searchInput = /** @type {HTMLInputElement} */ ($('search'))
+const exportGeoJson = /** @type {HTMLAnchorElement} */ ($('export-geojson'))
+const exportKml = /** @type {HTMLAnchorElement} */ ($('export-kml'))
+const visibleList = $('visible')
+
+/**
+ * @param {string} state loading, ready, error or unsupported
+ * @param {string} text
+ * @param {Record<string, string>} [data]
+ */
+function setStatus (state, text, data = {}) {
+  statusEl.dataset.state = state
+  statusEl.textContent = text
+  Object.assign(statusEl.dataset, data)
+}
+
+/**
+ * A JSON answer, or an Error with the API's message.
+ * @param {string} url
+ * @param {AbortSignal} [signal]
+ * @returns {Promise<any>}
+ */
+async function getJson (url, signal) {
+  const res = await fetch(url, { headers: { accept: 'application/json' }, signal })
+  const body = await res.json().catch(() => ({}))
+  if (!res.ok) throw new Error(body.message || `${res.status} ${res.statusText}`)
+  return body
+}
+
+const plural = (/** @type {number} */ n, /** @type {string} */ word) => `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`
+
+/**
+ * The export links for these filters and, when the view is not the whole world, this box.
+ * @param {Filters} filters
+ * @param {string | null} bbox
+ */
+function exportLinks (filters, bbox) {
+  const params = filterParams(filters)
+  const kml = new URLSearchParams(params)
+  kml.delete('datetime') // the export's filters are folder, q and bbox
+  if (bbox) {
+    params.set('bbox', bbox)
+    kml.set('bbox', bbox)
+  }
+  params.set('limit', String(EXPORT_LIMIT))
+  return { geojson: `/ogc/collections/placemarks/items?${params}`, kml: `/api/v1/export.kml${kml.size ? `?${kml}` : ''}` }
+}
+
+function hasWebGl2 () {
+  try {
+    return Boolean(document.createElement('canvas').getContext('webgl2'))
+  } catch {
+    return false
+  }
+}
+
+/** Where WebGL is missing: a message with the data's links, not a blank page. */
+function noWebGl () {
+  const view = readView(location.search)
+  const links = exportLinks(view.filters, null)
+  const message = $('no-webgl')
+  const [geojson, kml] = message.querySelectorAll('a')
+  geojson.href = links.geojson
+  kml.href = links.kml
+  message.hidden = false
+  $('map').hidden = true
+  $('timebar').hidden = true
+  setStatus('unsupported', 'This browser cannot draw the map (no WebGL): download the placemarks instead.')
+}
+
+/**
+ * The bounds of the features' coordinates, or null.
+ * @param {Items['features']} features
+ * @returns {[number, number, number, number] | null}
+ */
+function boundsOf (features) {
+  let west = Infinity
+  let south = Infinity
+  let east = -Infinity
+  let north = -Infinity
+  /** @param {unknown} c */
+  const visit = (c) => {
+    if (!Array.isArray(c)) return
+    if (typeof c[0] === 'number' && typeof c[1] === 'number') {
+      west = Math.min(west, c[0])
+      east = Math.max(east, c[0])
+      south = Math.min(south, c[1])
+      north = Math.max(north, c[1])
+      return
+    }
+    for (const inner of c) visit(inner)
+  }
+  for (const f of features) if (f.geometry) visit(f.geometry.coordinates)
+  return Number.isFinite(west) ? [west, Math.max(south, -85), east, Math.min(north, 85)] : null
+}
+
+/**
+ * A position of a line or polygon to open its popup at: its first vertex.
+ * @param {import('geojson').Geometry} geometry
+ * @returns {[number, number]}
+ */
+function firstPosition (geometry) {
+  /** @type {unknown} */
+  let c = 'coordinates' in geometry ? geometry.coordinates : [0, 0]
+  while (Array.isArray(c) && Array.isArray(c[0])) c = c[0]
+  return /** @type {[number, number]} */ (c)
+}
+
+/**
+ * A tile URL template from a TileJSON, on this page's origin (the TileJSON's is PUBLIC_URL's, which a
+ * proxy or a test may put elsewhere).
+ * @param {TileJson} tileJson
+ */
+const tileTemplate = (tileJson) => location.origin + tileJson.tiles[0].replace(/^https?:\/\/[^/]+/i, '')
+
+async function start () {
+  if (!hasWebGl2()) return noWebGl()
+  setStatus('loading', 'Loading the map…')
+  const view = readView(location.search)
+  /** @type {Filters} */
+  const filters = { ...view.filters }
+  const [maplibregl, purifierModule, tileJson, stats, folders, collection] = await Promise.all([
+    /** @type {Promise<MapLibre>} */ (import(MAPLIBRE_URL)),
+    /** @type {Promise<{ default: import('./popup.js').Purifier }>} */ (import(DOMPURIFY_URL)),
+    /** @type {Promise<TileJson>} */ (getJson(`/api/v1/tiles.json?${filterParams(filters)}`)),
+    getJson('/api/v1/stats'),
+    getJson('/api/v1/folders').catch(() => ({ folders: [] })),
+    getJson('/ogc/collections/placemarks').catch(() => ({}))
+  ])
+  const purifier = purifierModule.default
+  configurePurifier(purifier)
+
+  // The dataset's own time zone when the API tells it; UTC otherwise.
+  const formats = timeFormats(typeof stats.timezone === 'string' ? stats.timezone : 'UTC')
+  const total = Number(stats.total_placemarks) || 0
+  for (const name of /** @type {string[]} */ (folders.folders)) folderSelect.append(new Option(name, name))
+  if (filters.folder && !(/** @type {string[]} */ (folders.folders)).includes(filters.folder)) folderSelect.append(new Option(filters.folder, filters.folder))
+  folderSelect.value = filters.folder
+  searchInput.value = filters.q
+
   const body = document.body
-  const statusEl = document.getElementById('status')
-  const folderSelect = document.getElementById('folder')
-  const searchInput = document.getElementById('search')
-  const slider = document.getElementById('time')
-  const timeLabel = document.getElementById('time-label')
-  const eventList = document.getElementById('events')
-
-  const STYLES = {
-    Point: { radius: 6, color: '#8c1d18', weight: 2, fillColor: '#e8685f', fillOpacity: 0.9 },
-    LineString: { color: '#1f5fbf', weight: 3, opacity: 0.9 },
-    Polygon: { color: '#1b7f3b', weight: 2, fillColor: '#4caf6a', fillOpacity: 0.25 }
-  }
-  const HIGHLIGHT = { color: '#e65100', fillColor: '#ffb300', weight: 4, fillOpacity: 0.9 }
-
-  // Descriptions are HTML from the imported file: sanitized, without styles (the CSP refuses them) and
-  // without images (remote, and the page must work offline; they are listed as links instead).
-  const SANITIZE = { FORBID_TAGS: ['img', 'style', 'video', 'audio', 'source', 'picture', 'iframe', 'form', 'input', 'button', 'textarea', 'select'], FORBID_ATTR: ['style'] }
-  DOMPurify.addHook('afterSanitizeAttributes', (node) => {
-    if (node.tagName === 'A') {
-      node.setAttribute('target', '_blank')
-      node.setAttribute('rel', 'noopener noreferrer')
-    }
+  const dark = matchMedia('(prefers-color-scheme: dark)')
+  const style = mapStyle({
+    tiles: tileTemplate(tileJson),
+    baseTiles: body.dataset.tileUrl ? baseTiles(body.dataset.tileUrl) : [],
+    attribution: sanitize(purifier, body.dataset.tileAttribution || ''),
+    scheme: { dark: dark.matches }
   })
-
-  const map = L.map('map', { zoomControl: true, worldCopyJump: false })
-  const tileUrl = body.dataset.tileUrl
-  if (tileUrl) {
-    L.tileLayer(tileUrl, { attribution: DOMPurify.sanitize(body.dataset.tileAttribution || '', SANITIZE), maxZoom: 19 }).addTo(map)
-  } else {
-    map.getContainer().classList.add('no-base-map')
-  }
-  map.fitWorld()
-
-  const layers = L.layerGroup().addTo(map)
-  const drawn = new Map() // placemark id → its layer
-  let answer = null // the last box answer
-  let answerUrl = ''
-  let folder = ''
-  let query = '' // the search box's words
-  let matches = null // ids of the placemarks the words match (null: no search)
-  let chosen = new Set() // placemark ids of the chosen time's events
-  let fitted = false
-  let pendingPopup = null
-  let openId = null // the placemark whose popup is open: it stays open when the view is drawn again
-  let controller = null
-  let timer = null
-
-  function setStatus (state, text, data) {
-    statusEl.dataset.state = state
-    statusEl.textContent = text
-    Object.assign(statusEl.dataset, data || {})
-  }
-
-  function el (tag, className, text) {
-    const node = document.createElement(tag)
-    if (className) node.className = className
-    if (text !== undefined) node.textContent = text
-    return node
-  }
-
-  // Longitudes in [-180, 180]; a view wider than the world asks for all of them.
-  function viewBox () {
-    const b = map.getBounds()
-    const round = (x) => Math.round(x * 1e6) / 1e6
-    const wrap = (lon) => (lon >= -180 && lon <= 180 ? lon : ((((lon + 180) % 360) + 360) % 360) - 180)
-    let west = b.getWest()
-    let east = b.getEast()
-    if (east - west >= 360) {
-      west = -180
-      east = 180
-    } else {
-      west = wrap(west)
-      east = wrap(east) // west > east: the view crosses the antimeridian
-    }
-    return {
-      min_lon: round(west),
-      min_lat: round(Math.max(-90, b.getSouth())),
-      max_lon: round(east),
-      max_lat: round(Math.min(90, b.getNorth()))
-    }
-  }
-
-  // A new view: load it once the map has been still for a moment; an older request still running is dropped.
-  function scheduleLoad () {
-    clearTimeout(timer)
-    statusEl.dataset.state = 'loading'
-    timer = setTimeout(load, 250)
-  }
-
-  async function load () {
-    const box = viewBox()
-    const url = '/api/v1/spatial/bbox?' + new URLSearchParams({ ...box, limit: String(LIMIT) })
-    if (controller) controller.abort()
-    const own = controller = new AbortController()
-    setStatus('loading', 'Loading…')
-    try {
-      const res = await fetch(url, { headers: GEOJSON, signal: own.signal })
-      const json = await res.json()
-      if (!res.ok) throw new Error(json.message || res.statusText)
-      if (own !== controller) return
-      answer = json
-      answerUrl = url
-      draw()
-    } catch (err) {
-      if (err.name === 'AbortError') return
-      setStatus('error', 'Could not load the placemarks: ' + err.message, { count: '0' })
-    }
-  }
-
-  function styleOf (feature) {
-    const base = STYLES[feature.geometry.type] || STYLES.Point
-    return chosen.has(feature.id) ? { ...base, ...HIGHLIGHT } : base
-  }
-
-  // Positions drawn on the world copy nearest the view's centre, so a view across the antimeridian shows both sides.
-  function nearLatLng (center) {
-    return (c) => {
-      let lon = c[0]
-      while (lon - center > 180) lon -= 360
-      while (lon - center < -180) lon += 360
-      return L.latLng(c[1], lon)
-    }
-  }
-
-  function draw () {
-    const reopen = openId
-    layers.clearLayers()
-    drawn.clear()
-    const features = answer.features.filter((f) => (!folder || f.properties.folder_path.includes(folder)) && (!matches || matches.has(f.id)))
-    L.geoJSON({ type: 'FeatureCollection', features }, {
-      coordsToLatLng: nearLatLng(map.getCenter().lng),
-      pointToLayer: (feature, latlng) => L.circleMarker(latlng, styleOf(feature)),
-      style: styleOf,
-      onEachFeature: (feature, layer) => {
-        layer.options.className = 'placemark placemark-' + feature.geometry.type.toLowerCase()
-        layer.bindPopup(() => popup(feature), { maxWidth: 340 })
-        drawn.set(feature.id, layer)
-      }
-    }).eachLayer((layer) => {
-      layers.addLayer(layer)
-      const element = layer.getElement && layer.getElement()
-      if (element) element.dataset.id = String(layer.feature.id)
+  const [west, south, east, north] = tileJson.bounds ?? [-180, -85, 180, 85]
+  /** @type {MapLibreMap} */
+  let map
+  try {
+    map = new maplibregl.Map({
+      container: 'map',
+      style,
+      ...(view.camera
+        ? { center: [view.camera.lon, view.camera.lat], zoom: view.camera.zoom }
+        : { bounds: [[west, Math.max(south, -85)], [east, Math.min(north, 85)]], fitBoundsOptions: { padding: 32, maxZoom: 16 } }),
+      maxZoom: 22,
+      attributionControl: { compact: false },
+      dragRotate: false,
+      pitchWithRotate: false,
+      fadeDuration: 0
     })
-    markChosen()
+  } catch (err) {
+    console.warn('the map could not start', err)
+    return noWebGl()
+  }
+  // For scripts driving the page (and its tests): the MapLibre map.
+  Object.assign(globalThis, { placemarkMap: map })
+  map.addControl(new maplibregl.NavigationControl({ showCompass: false }), 'top-left')
+  map.addControl(new maplibregl.ScaleControl({}), 'bottom-left')
+  map.touchZoomRotate.disableRotation()
+  map.keyboard.disableRotation()
+  dark.addEventListener('change', () => map.setPaintProperty('background', 'background-color', dark.matches ? '#1b2129' : '#eef1f4'))
 
-    if (!fitted && features.length) {
-      // The first answer (the whole world) shows where the data is: the view moves there and loads again.
-      fitted = true
-      map.fitBounds(mainExtent(), { padding: [24, 24], maxZoom: 16, animate: false })
-      scheduleLoad()
-      return
-    }
-    const total = answer.features.length
-    const limited = answer.count >= LIMIT
-    let text = folder ? `${features.length} of ${total} placemarks in view are in “${folder}”` : `${total} placemarks in view`
-    if (matches) text = `${features.length} of ${total} placemarks in view match “${query}”` + (folder ? ` in “${folder}”` : '')
-    if (limited) text = `This view holds more than ${LIMIT} placemarks: the first ${LIMIT} (by id) are shown; zoom in to see them all. ` + text
-    setStatus(limited ? 'limited' : 'ready', text, { count: String(features.length), total: String(total), url: answerUrl })
-    const popupId = pendingPopup ?? reopen
-    pendingPopup = null
-    if (popupId !== null && drawn.has(popupId)) drawn.get(popupId).openPopup()
+  const timeBar = new TimeBar({
+    slider: /** @type {HTMLInputElement} */ ($('time')),
+    histogram: /** @type {SVGSVGElement} */ (/** @type {unknown} */ ($('histogram'))),
+    value: /** @type {HTMLTimeElement} */ ($('time-value')),
+    clear: /** @type {HTMLButtonElement} */ ($('time-clear')),
+    zoneNote: $('time-zone'),
+    control: $('time-control'),
+    empty: $('time-empty'),
+    formats,
+    onChange: (datetime) => { void applyFilters({ ...filters, datetime }, false) }
+  })
+  const temporal = collection?.extent?.temporal?.interval?.[0] ?? null
+  timeBar.setExtent(temporal, filters.datetime)
+  if (filters.datetime && timeBar.datetime !== filters.datetime) filters.datetime = ''
+
+  // --- The view in the address, and the export links for what is shown.
+  function viewBbox () {
+    const b = map.getBounds()
+    if (b.getEast() - b.getWest() >= 360) return null
+    const wrap = (/** @type {number} */ lon) => ((((lon + 180) % 360) + 360) % 360) - 180
+    const round = (/** @type {number} */ x) => Math.round(x * 1e5) / 1e5
+    return [wrap(b.getWest()), Math.max(-90, b.getSouth()), wrap(b.getEast()), Math.min(90, b.getNorth())].map(round).join(',')
+  }
+  function remember () {
+    const c = map.getCenter()
+    const search = writeView({ lat: c.lat, lon: c.lng, zoom: map.getZoom() }, filters)
+    if (search !== location.search) history.replaceState(null, '', location.pathname + search)
+    const links = exportLinks(filters, viewBbox())
+    exportGeoJson.href = links.geojson
+    exportKml.href = links.kml
   }
 
-  // Where most placemarks are: the middle 80 % of their centres in each direction, so that a few far
-  // away (a test point on Null Island) do not shrink the rest to one dot.
-  function mainExtent () {
-    const centres = []
-    drawn.forEach((layer) => centres.push(layer.getLatLng ? layer.getLatLng() : layer.getBounds().getCenter()))
-    const lats = centres.map((c) => c.lat).sort((a, b) => a - b)
-    const lngs = centres.map((c) => c.lng).sort((a, b) => a - b)
-    const cut = centres.length >= 10 ? Math.floor(centres.length * 0.1) : 0
-    const last = centres.length - 1 - cut
-    return L.latLngBounds([lats[cut], lngs[cut]], [lats[last], lngs[last]])
-  }
-
-  function popup (feature) {
-    openId = feature.id
-    const p = feature.properties
-    const root = el('div', 'popup')
-    root.append(el('h3', null, p.name))
-    if (p.folder_path.length) root.append(el('p', 'folder-path', p.folder_path.join(' › ')))
-    const images = []
-    if (p.description) {
-      // An inert document (nothing loads in it) tells which images the description names.
-      const parsed = new DOMParser().parseFromString(p.description, 'text/html')
-      for (const img of parsed.querySelectorAll('img[src]')) images.push(img.getAttribute('src'))
-      const description = el('div', 'description')
-      description.innerHTML = DOMPurify.sanitize(p.description, SANITIZE)
-      root.append(description)
-    }
-    const links = [...p.media_links, ...images].filter((href) => /^https?:\/\//i.test(href))
-    if (links.length) {
-      const list = el('ul', 'media')
-      for (const href of links) {
-        const a = el('a', null, href)
-        a.href = href
-        a.target = '_blank'
-        a.rel = 'noopener noreferrer'
-        const item = el('li')
-        item.append(a)
-        list.append(item)
-      }
-      root.append(list)
-    }
-    const more = el('p', 'links')
-    const json = el('a', null, 'JSON')
-    json.href = `/api/v1/placemarks/${feature.id}`
-    const geojson = el('a', null, 'GeoJSON')
-    geojson.href = `/api/v1/placemarks/${feature.id}?format=geojson`
-    more.append(json, ' · ', geojson)
-    root.append(more)
-    return root
-  }
-
-  // --- Folder filter: the answer in hand is filtered, nothing is loaded again.
-  async function loadFolders () {
-    const res = await fetch('/api/v1/folders')
-    if (!res.ok) return
-    const { folders } = await res.json()
-    for (const name of folders) folderSelect.append(new Option(name, name))
-  }
-  // The search box: the ids of every placemark whose name or description holds each word (the list's
-  // `q`, a page of 1000 at a time), then the view drawn with only those.
-  let searchTimer = null
-  let searchController = null
-  async function search () {
-    const words = searchInput.value.trim()
-    if (searchController) searchController.abort()
-    if (!words) {
-      query = ''
-      matches = null
-      if (answer) draw()
-      return
-    }
-    const own = searchController = new AbortController()
-    setStatus('loading', 'Searching…')
+  // --- Filters: the tiles, the count in all, and the matches' place.
+  let drawnTiles = style.sources[SOURCE].type === 'vector' ? style.sources[SOURCE].tiles?.[0] : undefined
+  let generation = 0
+  /** @type {AbortController | null} */
+  let pending = null
+  /**
+   * @param {Filters} next
+   * @param {boolean} move whether to move the view to the matches (a new folder or search)
+   */
+  async function applyFilters (next, move) {
+    const own = ++generation
+    pending?.abort()
+    const controller = pending = new AbortController()
+    const histogramChanged = next.folder !== filters.folder || next.q !== filters.q
+    Object.assign(filters, next)
+    remember()
+    setStatus('loading', 'Filtering…')
     try {
-      const ids = new Set()
-      for (let offset = 0; offset < 20000; offset += 1000) {
-        const res = await fetch('/api/v1/placemarks?' + new URLSearchParams({ q: words, limit: '1000', offset: String(offset) }), { signal: own.signal })
-        const json = await res.json()
-        if (!res.ok) throw new Error(json.message || res.statusText)
-        for (const p of json.placemarks) ids.add(p.id)
-        if (json.placemarks.length < 1000) break
+      const params = filterParams(filters)
+      const [tiles, items] = await Promise.all([
+        /** @type {Promise<TileJson>} */ (getJson(`/api/v1/tiles.json?${params}`, controller.signal)),
+        /** @type {Promise<Items>} */ (getJson(`/ogc/collections/placemarks/items?${params}&limit=${move ? EXTENT_SAMPLE : 1}`, controller.signal))
+      ])
+      if (own !== generation) return
+      const source = /** @type {import('maplibre-gl').VectorTileSource | undefined} */ (map.getSource(SOURCE))
+      // `data-drawn` says when the map shows these filters' tiles.
+      statusEl.dataset.drawn = 'false'
+      const template = tileTemplate(tiles)
+      if (template !== drawnTiles) source?.setTiles([template])
+      drawnTiles = template
+      const matched = items.numberMatched ?? items.features.length
+      if (move && matched > 0) {
+        const box = boundsOf(items.features)
+        if (box) map.fitBounds([[box[0], box[1]], [box[2], box[3]]], { padding: 48, maxZoom: 16, duration: 0 })
       }
-      if (own !== searchController) return
-      query = words
-      matches = ids
-      if (answer) draw()
+      showCount(matched)
+      settled(own)
+      if (histogramChanged) void timeBar.load(counter(filters), filterParams({ ...filters, datetime: '' }).toString())
     } catch (err) {
-      if (err.name === 'AbortError') return
-      setStatus('error', 'Could not search: ' + err.message, { count: '0' })
+      if (/** @type {Error} */ (err).name === 'AbortError' || own !== generation) return
+      setStatus('error', `Could not filter the placemarks: ${/** @type {Error} */ (err).message}`, { count: '0' })
     }
   }
+
+  /**
+   * Marks the map drawn once its tiles for these filters are in and it stands still.
+   * @param {number} own the filters' generation
+   */
+  function settled (own) {
+    if (own !== generation) return
+    if (map.loaded() && map.areTilesLoaded() && !map.isMoving()) statusEl.dataset.drawn = 'true'
+    else setTimeout(() => settled(own), 100)
+  }
+
+  /** @param {number} matched */
+  function showCount (matched) {
+    const parts = []
+    if (filters.folder) parts.push(`in “${filters.folder}”`)
+    if (filters.q.trim()) parts.push(`matching “${filters.q.trim()}”`)
+    if (filters.datetime) {
+      const [from, to] = filters.datetime.split('/')
+      parts.push(`between ${formats.short(Date.parse(from))} and ${formats.short(Date.parse(to))}`)
+    }
+    const text = parts.length
+      ? `${plural(matched, 'placemark')} ${parts.join(' ')}, of ${plural(total, 'placemark')} in all`
+      : `${plural(total, 'placemark')} in all`
+    setStatus('ready', matched === 0 && parts.length ? `No placemark ${parts.join(' ')}` : text, { count: String(parts.length ? matched : total), total: String(total) })
+  }
+
+  /**
+   * How many placemarks a period holds under these filters: the OGC items' numberMatched.
+   * @param {Filters} f
+   */
+  function counter (f) {
+    const base = filterParams({ ...f, datetime: '' })
+    return async (/** @type {string} */ datetime) => {
+      const params = new URLSearchParams(base)
+      params.set('datetime', datetime)
+      params.set('limit', '1')
+      const items = /** @type {Items} */ (await getJson(`/ogc/collections/placemarks/items?${params}`))
+      return items.numberMatched ?? 0
+    }
+  }
+
+  folderSelect.addEventListener('change', () => { void applyFilters({ ...filters, folder: folderSelect.value }, Boolean(folderSelect.value)) })
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let searchTimer
   searchInput.addEventListener('input', () => {
     clearTimeout(searchTimer)
-    searchTimer = setTimeout(search, 300)
+    searchTimer = setTimeout(() => {
+      if (searchInput.value.trim() === filters.q.trim()) return
+      void applyFilters({ ...filters, q: searchInput.value }, Boolean(searchInput.value.trim()))
+    }, 350)
   })
+  $('filters').addEventListener('submit', (event) => event.preventDefault())
 
-  folderSelect.addEventListener('change', () => {
-    folder = folderSelect.value
-    if (answer) draw()
-  })
-
-  // --- Timeline: events grouped by instant (or by date when the name has no time); the slider picks one.
-  const groups = []
-  const items = new Map() // placemark id → its list item
-
-  function whenOf (p) {
-    return p.timestamp ? p.timestamp.replace('T', ' ').replace('Z', ' UTC') : `${p.date} (date only)`
+  // --- Popups: a placemark's details, read from the API when opened; a cluster zooms in.
+  /** @type {import('maplibre-gl').Popup | null} */
+  let popup = null
+  /**
+   * @param {number} id
+   * @param {import('maplibre-gl').LngLatLike} at
+   */
+  async function openPopup (id, at) {
+    // The focus goes back where it came from when the popup closes.
+    const opener = document.activeElement instanceof HTMLElement && document.activeElement !== document.body ? document.activeElement : null
+    try {
+      const placemark = /** @type {Placemark} */ (await getJson(`/api/v1/placemarks/${id}`))
+      popup?.remove()
+      const content = popupContent(placemark, { purifier, timeElement: (iso) => formats.element(iso) })
+      popup = new maplibregl.Popup({ maxWidth: '340px', focusAfterOpen: true, closeOnClick: true })
+        .setLngLat(at)
+        .setDOMContent(content)
+        .addTo(map)
+      const element = popup.getElement()
+      element.setAttribute('role', 'dialog')
+      element.setAttribute('aria-labelledby', `popup-title-${id}`)
+      element.dataset.id = String(id)
+      const own = popup
+      element.addEventListener('keydown', (event) => { if (event.key === 'Escape') own.remove() })
+      own.on('close', () => {
+        if (opener?.isConnected && (!document.activeElement || document.activeElement === document.body || element.contains(document.activeElement))) opener.focus()
+      })
+    } catch (err) {
+      setStatus('error', `Could not read placemark ${id}: ${/** @type {Error} */ (err).message}`)
+    }
   }
 
-  async function loadTimeline () {
-    const res = await fetch('/api/v1/timeline/events', { headers: GEOJSON })
-    if (!res.ok) return
-    const { features } = await res.json()
-    const byKey = new Map()
-    for (const f of features) {
-      const key = f.properties.timestamp || f.properties.date
-      if (!byKey.has(key)) {
-        byKey.set(key, { when: whenOf(f.properties), features: [] })
-        groups.push(byKey.get(key))
-      }
-      byKey.get(key).features.push(f)
+  /** @param {RenderedFeature} feature */
+  function zoomInto (feature) {
+    const [lon, lat] = /** @type {[number, number]} */ (/** @type {import('geojson').Point} */ (feature.geometry).coordinates)
+    map.easeTo({ center: [lon, lat], zoom: Math.min(map.getZoom() + 2, 22) })
+  }
+
+  map.on('click', CLUSTER_LAYER, (e) => { if (e.features?.[0]) zoomInto(e.features[0]) })
+  for (const layer of [POINT_LAYER, LINE_LAYER, FILL_LAYER]) {
+    map.on('click', layer, (e) => {
+      const feature = e.features?.[0]
+      if (!feature || feature.properties.point_count !== undefined) return
+      const at = feature.geometry.type === 'Point' ? /** @type {[number, number]} */ (feature.geometry.coordinates) : e.lngLat
+      void openPopup(Number(feature.id ?? feature.properties.id), at)
+    })
+  }
+  for (const layer of PICKABLE) {
+    map.on('mouseenter', layer, () => { map.getCanvas().style.cursor = 'pointer' })
+    map.on('mouseleave', layer, () => { map.getCanvas().style.cursor = '' })
+  }
+
+  // --- What the view holds, as a list a keyboard can reach: each opens its popup, a cluster zooms in.
+  let listed = ''
+  function listVisible () {
+    const seen = new Set()
+    /** @type {RenderedFeature[]} */
+    const features = []
+    for (const f of map.queryRenderedFeatures({ layers: PICKABLE })) {
+      const key = f.properties.point_count !== undefined ? `c${JSON.stringify(/** @type {import('geojson').Point} */ (f.geometry).coordinates)}` : `p${f.id ?? f.properties.id}`
+      if (seen.has(key)) continue
+      seen.add(key)
+      features.push(f)
     }
-    if (!groups.length) {
-      document.getElementById('time-empty').hidden = false
-      document.getElementById('time-control').hidden = true
+    const clusters = features.filter((f) => f.properties.point_count !== undefined).sort((a, b) => b.properties.point_count - a.properties.point_count)
+    const placemarks = features.filter((f) => f.properties.point_count === undefined).sort((a, b) => String(a.properties.name).localeCompare(String(b.properties.name)))
+    const shown = [...clusters, ...placemarks].slice(0, LIST_MAX)
+    const key = shown.map((f) => f.properties.point_count !== undefined ? `c${f.properties.point_count}@${JSON.stringify(/** @type {import('geojson').Point} */ (f.geometry).coordinates)}` : `p${f.id ?? f.properties.id}`).join(',')
+    if (key === listed) return
+    listed = key
+    // A keyboard reader who zoomed into a cluster from the list stays in the list.
+    const hadFocus = visibleList.contains(document.activeElement)
+    visibleList.replaceChildren()
+    for (const f of shown) {
+      const item = document.createElement('li')
+      const button = document.createElement('button')
+      button.type = 'button'
+      if (f.properties.point_count !== undefined) {
+        button.className = 'cluster'
+        button.textContent = `A cluster of ${plural(Number(f.properties.point_count), 'placemark')}: zoom in`
+        button.addEventListener('click', () => zoomInto(f))
+      } else {
+        button.textContent = String(f.properties.name || '(no name)')
+        const folder = f.properties.folder ? ` (${f.properties.folder})` : ''
+        if (folder) button.append(Object.assign(document.createElement('span'), { className: 'folder', textContent: folder }))
+        button.addEventListener('click', () => {
+          const at = f.geometry.type === 'Point' ? /** @type {[number, number]} */ (f.geometry.coordinates) : firstPosition(f.geometry)
+          void openPopup(Number(f.id ?? f.properties.id), at)
+        })
+      }
+      item.append(button)
+      visibleList.append(item)
+    }
+    const more = clusters.length + placemarks.length - shown.length
+    if (more > 0) {
+      const item = document.createElement('li')
+      item.className = 'more'
+      item.textContent = `and ${plural(more, 'more')}: zoom in to list them`
+      visibleList.append(item)
+    }
+    if (hadFocus) visibleList.querySelector('button')?.focus()
+  }
+
+  map.on('moveend', remember)
+  map.on('idle', listVisible)
+  let baseMapFailed = false
+  map.on('error', (e) => {
+    const err = /** @type {Error & { status?: number }} */ (e.error)
+    if (err?.name === 'AbortError') return
+    // The base map is a backdrop: offline, or its server down, the placemarks are still all there.
+    if (/** @type {{ sourceId?: string }} */ (e).sourceId === 'base') {
+      if (!baseMapFailed) console.warn('the base map could not be loaded:', err?.message)
+      baseMapFailed = true
       return
     }
-    slider.max = String(groups.length - 1)
-    timeLabel.textContent = 'Move the slider or pick an event to highlight it on the map.'
-    groups.forEach((group, index) => {
-      for (const f of group.features) {
-        const item = el('li')
-        item.dataset.group = String(index)
-        const button = el('button')
-        button.type = 'button'
-        button.append(el('span', 'when', group.when), el('span', 'name', f.properties.name))
-        button.addEventListener('click', () => showEvent(index, f))
-        item.append(button)
-        eventList.append(item)
-        items.set(f.id, item)
-      }
-    })
-  }
+    console.error('map:', err?.message ?? e)
+    setStatus('error', `Part of the map could not be drawn: ${err?.message ?? 'unknown error'}`)
+  })
+  map.on('load', () => {
+    remember()
+    void applyFilters({ ...filters }, !view.camera && Boolean(filters.folder || filters.q.trim()))
+    void timeBar.load(counter(filters), filterParams({ ...filters, datetime: '' }).toString())
+  })
+}
 
-  function choose (index) {
-    const group = groups[index]
-    slider.value = String(index)
-    chosen = new Set(group.features.map((f) => f.id))
-    timeLabel.textContent = `${group.when}: ${group.features.length} event${group.features.length === 1 ? '' : 's'}`
-    timeLabel.dataset.events = String(group.features.length)
-    for (const item of eventList.children) item.classList.toggle('chosen', item.dataset.group === String(index))
-    const first = items.get(group.features[0].id)
-    if (first) first.scrollIntoView({ block: 'nearest' })
-    markChosen()
-  }
-
-  // The chosen time's placemarks drawn in the highlight style, in front of the others.
-  function markChosen () {
-    let shown = 0
-    drawn.forEach((layer, id) => {
-      const on = chosen.has(id)
-      layer.setStyle(styleOf(layer.feature))
-      const element = layer.getElement && layer.getElement()
-      if (element) element.classList.toggle('highlighted', on)
-      if (on) {
-        layer.bringToFront()
-        shown++
-      }
-    })
-    statusEl.dataset.highlighted = String(shown)
-  }
-
-  function showEvent (index, feature) {
-    choose(index)
-    const location = feature.properties.location
-    if (drawn.has(feature.id)) {
-      drawn.get(feature.id).openPopup()
-    } else if (location) {
-      pendingPopup = feature.id
-      map.setView([location.lat, location.lon], Math.max(map.getZoom(), 15))
-    }
-  }
-
-  slider.addEventListener('input', () => choose(Number(slider.value)))
-
-  map.on('popupclose', () => { openId = null })
-  map.on('moveend', scheduleLoad)
-  scheduleLoad()
-  loadFolders().catch(() => {})
-  loadTimeline().catch(() => {})
-})()
+start().catch((err) => {
+  console.error(err)
+  setStatus('error', `The map could not start: ${err.message}`)
+})

@@ -48,10 +48,17 @@ async function withUnpackLock<T> (fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A headless Chromium with the flags a container needs; no web-security switches, so CSP and CORS hold. */
-export async function launchBrowser (): Promise<Browser> {
+// WebGL without a GPU: ANGLE on SwiftShader, the software renderer Chromium (and @sparticuz/chromium) ships.
+const WEBGL_FLAGS = ['--use-gl=angle', '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--ignore-gpu-blocklist']
+
+/**
+ * A headless Chromium with the flags a container needs; no web-security switches, so CSP and CORS hold.
+ * `webgl: true` asks for WebGL on the software renderer (the map page draws with it) rather than leaving
+ * it to Chromium's fallback.
+ */
+export async function launchBrowser (options: { webgl?: boolean } = {}): Promise<Browser> {
   return chromium.launch({
     executablePath: await chromiumPath(),
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', ...(options.webgl ? WEBGL_FLAGS : [])]
   })
 }
