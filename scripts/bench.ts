@@ -11,35 +11,50 @@ import { createInterface } from 'node:readline'
 import pg from 'pg'
 import autocannon from 'autocannon'
 import { generateKml, mulberry32 } from './generate-kml.ts'
-import { CliError, defineCommand, openMigratedDatabase, runAsProgram } from './cli.ts'
+import { CliError, defineCommand, openMigratedDatabase, runAsProgram } from '../commands/cli.ts'
 import { SYNTHETIC_END, syntheticActivity } from '../lib/activity/synthetic.ts'
 import { defaultPoolMax, loadConfig } from '../lib/config.ts'
 import { freePort } from '../lib/free-port.ts'
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../lib/auth/api-keys.ts'
 import { createApiKey } from '../db/api-keys.ts'
 import { dashboardColdLoad } from '../bench/dashboard-load.ts'
+import { streamFanout } from '../bench/stream-fanout.ts'
 import { bboxPath, boundaryBoxes, idsDiffer, isScaleFigure, parseScale, percentile, procMemory, scaleLabel, targetsOfScale } from '../bench/scale.ts'
+import { baseName, benchRuntimes, floorHeaders, onRuntime, peerFigure, peerTargets, peerTiming, PEERS, sideFigure, type PeerKey, type Runtime, type SideFigure } from '../bench/peers/sides.ts'
 
 const HELP = `
 Creates a throw-away PostgreSQL database, generates and imports a KML of placemarks, seeds activity
 events, starts the server and drives it with autocannon (32 connections unless said otherwise).
-Small answers are measured against a bare Fastify 5 and a bare Express 5 server answering the same
-bytes from memory, in alternating turns, and the stats answer to an IPv6 client against the same to
-an IPv4 one (the server listens on :: when the machine has IPv6); the analytics routes over a 30-day window with one
+Small answers (one placemark, stats, folders, a page of 10 placemarks, /api/auth/me) are measured
+against five peers answering the same bytes from memory (bench/peers/): the floor (a bare Fastify 5
+sending our very headers, taken from our server's answer and set from one object), the Fastify stack
+(@fastify/helmet, cors, rate-limit and etag as their READMEs set them up), the Express stack (Express 5
+with helmet, cors and express-rate-limit), a bare Fastify 5 and a bare Express 5; in alternating turns,
+each figure the server process's own CPU time (user + system, from /proc) per answer, median of the
+turns, beside its req/s. They are measured on the machine's Node and again on Node 24 (see --node),
+every server started with that binary (the load generator stays on the machine's Node). The stats answer
+to an IPv6 client is measured against the same to an IPv4 one (the server listens on :: when the machine has IPv6); the analytics routes over a 30-day window with one
 connection; ingestion through POST /api/activity (with an API key) in batches of 1000 new events,
 4 requests at a time, then one at a time. Every figure is judged against bench/targets.json.
 Prints a table and writes bench/results.json.
 
 options:
-  --quick      the small answers against the peers (and over IPv6) only, on the sample data, in about a minute:
-               the check to run before a change to the request path lands
+  --quick      the small answers against the peers (and over IPv6) only, on the sample data, in about a minute
+               per Node (every server warmed on every answer, then 3 turns of 0.5 s per answer; the full
+               run: 3 turns of 2 s): the check to run before a change to the request path lands
+  --node PATH  a Node binary to measure the small answers on besides the machine's, repeatable; "none" for
+               the machine's alone (default: Node 24 where CI keeps it, $NODE24_CACHE or
+               ~/.cache/placemark-guild-api/node24, fetched by .ci/run; without it, a line says how to fetch it)
   --small      every figure at small sizes: 20,000 placemarks, 200,000 events, 3 turns of 1 s
                (default: 1,000,000 placemarks, 10,000,000 events, 5 turns of 2 s per server)
   --analytics  the guild analytics figures only: seed the events, then ghosts, the dashboard's
                overview and the seven analytics routes over a 30-day window, what the dashboard
                page ships (JS + CSS, gzipped) and its cold load in Chromium (a new browser context,
-               signed in, to the overview drawn, of the guild with the most events), and ingestion through POST /api/activity (no placemarks,
-               no peers); with --small, at the small sizes
+               signed in, to the overview drawn, of the guild with the most events), ingestion through
+               POST /api/activity, and stream fan-out: 1,000 event streams of one guild open on one server
+               (a second one, over the same database, whose 200 users sign in through a stand-in identity
+               provider), 10 batches posted, the time from each POST to its message read on every stream
+               (no placemarks, no peers); with --small, at the small sizes (the fan-out keeps its 1,000 streams)
   --events N   seed N activity events instead of the size's default (10,000,000, or 200,000 with
                --small); the figures then say how many there were
   --overhead   the per-piece cost table instead (bench/overhead.ts): server CPU per request with
@@ -69,7 +84,7 @@ settings (from the environment, or from .env in the current directory; the envir
 `
 
 // Options first, before anything is created: a mistyped option costs one line and exit 2.
-export const command = defineCommand({ usage: 'npm run bench -- [--quick | --small | --analytics | --overhead | --scale 1m|10m] [--events N] [--placemarks N] [--keep]', help: HELP }, {
+export const command = defineCommand({ usage: 'npm run bench -- [--quick | --small | --analytics | --overhead | --scale 1m|10m] [--node PATH] [--events N] [--placemarks N] [--keep]', help: HELP }, {
   options: {
     quick: { type: 'boolean', default: false },
     small: { type: 'boolean', default: false },
@@ -78,7 +93,8 @@ export const command = defineCommand({ usage: 'npm run bench -- [--quick | --sma
     overhead: { type: 'boolean', default: false },
     scale: { type: 'string' },
     placemarks: { type: 'string' },
-    keep: { type: 'boolean', default: false }
+    keep: { type: 'boolean', default: false },
+    node: { type: 'string', multiple: true }
   }
 }, async ({ values }, io) => {
   if (values.quick && values.analytics) throw new CliError('--quick and --analytics exclude each other (see --help)', 2)
@@ -99,7 +115,7 @@ export const command = defineCommand({ usage: 'npm run bench -- [--quick | --sma
     events = Number(values.events)
     if (!/^\d+$/.test(values.events) || events < 1 || events > 1_000_000_000) throw new CliError('--events must be an integer from 1 to 1000000000 (see --help)', 2)
   }
-  cli = { quick: values.quick ?? false, small: values.small ?? false, analytics: values.analytics ?? false, events, keep: values.keep ?? false }
+  cli = { quick: values.quick ?? false, small: values.small ?? false, analytics: values.analytics ?? false, events, keep: values.keep ?? false, nodes: values.node }
   adminUrl = io.env.BENCH_DATABASE_URL ?? adminUrl
   if (values.overhead) {
     const child = spawn(process.execPath, ['--import', LOADER, join(root, 'bench', 'overhead.ts')], { cwd: root, stdio: 'inherit' })
@@ -114,7 +130,7 @@ export const command = defineCommand({ usage: 'npm run bench -- [--quick | --sma
   await main()
 })
 
-let cli: { quick: boolean; small: boolean; analytics: boolean; events: number | null; keep: boolean } = { quick: false, small: false, analytics: false, events: null, keep: false }
+let cli: { quick: boolean; small: boolean; analytics: boolean; events: number | null; keep: boolean; nodes?: string[] } = { quick: false, small: false, analytics: false, events: null, keep: false }
 // --quick measures the peers' figures only; its turns are the small run's.
 const small = () => cli.quick || cli.small
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
@@ -137,8 +153,13 @@ const DASHBOARD_SHIPPED = 'dashboard shipped (JS + CSS, gzip)'
 const DASHBOARD_COLD = 'dashboard cold load to the overview drawn'
 const INGESTION = `ingestion (API, batches of ${BATCH})`
 const INGESTION_SERIAL = `ingestion (API, batches of ${BATCH}, 1 at a time)`
+// Stream fan-out: this many streams of one guild on one instance, held by this many signed-in users.
+const FANOUT_STREAMS = 1000
+const FANOUT_USERS = 200
+const FANOUT_ROUNDS = 10
+const STREAM_FANOUT = `stream fan-out (${FANOUT_STREAMS} streams, ingestion to delivery)`
 const ANALYTICS_FIGURES = ['activity seed', 'ghosts (one guild, 1 connection)', 'ghosts (one guild, 32 connections)',
-  ...ANALYTICS_ROUTES.map((name) => `${name} (one guild, 30 days, 1 connection)`), DASHBOARD_SHIPPED, DASHBOARD_COLD, INGESTION, INGESTION_SERIAL]
+  ...ANALYTICS_ROUTES.map((name) => `${name} (one guild, 30 days, 1 connection)`), DASHBOARD_SHIPPED, DASHBOARD_COLD, INGESTION, INGESTION_SERIAL, STREAM_FANOUT]
 const CONNECTIONS = 32
 let adminUrl = 'postgres://postgres@127.0.0.1:5432/postgres'
 // Short alternating turns, so that a slow spell of the shared machine (seconds long) falls on every server.
@@ -157,12 +178,15 @@ const PEER_FIGURES: { name: string; path: string; auth?: boolean }[] = [
 
 type Figure = Record<string, number | string>
 interface Check { figure: string; target: string; pass: boolean }
-interface Side { name: string; base: string }
-interface Answer { url: string; contentType: string; bodyBase64: string }
+// A server under load; with its pid, its CPU time is read around each of its turns.
+interface Side { name: string; base: string; pid?: number }
+interface Answer { url: string; contentType: string; bodyBase64: string; headers: Record<string, string | string[]> }
 
 const results = {
   quick: false,
   machine: `${process.platform} ${process.arch}, node ${process.version}`,
+  // The Node versions the small answers were measured on (their figures' names say which).
+  runtimes: [] as string[],
   at: new Date().toISOString(),
   settings: {} as Record<string, number>,
   figures: {} as Record<string, Figure>,
@@ -201,8 +225,8 @@ function run (cmd: string, args: string[], env: Record<string, string>, onStderr
 }
 
 // Starts a Node child and waits for the stdout line that says it is ready; returns what `ready` took from it.
-async function startProcess (args: string[], ready: (line: string) => string | null): Promise<{ child: ChildProcess; value: string }> {
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
+async function startProcess (args: string[], ready: (line: string) => string | null, node = process.execPath): Promise<{ child: ChildProcess; value: string }> {
+  const child = spawn(node, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
   const lines = createInterface({ input: child.stdout! })
   for await (const line of lines) {
     const value = ready(line)
@@ -221,67 +245,72 @@ async function stop (child: ChildProcess) {
 }
 
 async function load (url: string, opts: { requests?: autocannon.Request[]; headers?: Record<string, string>; connections?: number; duration?: number } = {}) {
-  const r = await autocannon({ url, connections: opts.connections ?? CONNECTIONS, duration: opts.duration ?? timing().duration, headers: opts.headers, requests: opts.requests })
+  // Sampled every 100 ms: autocannon stops at the first sample after the duration, so a half-second turn
+  // lasts half a second, not a whole one (the figures are over its actual length).
+  const r = await autocannon({ url, connections: opts.connections ?? CONNECTIONS, duration: opts.duration ?? timing().duration, headers: opts.headers, requests: opts.requests, sampleInt: 100 })
   // Requests over the run's actual length: autocannon's average is over whole-second samples.
   return { requests: r.requests.total, seconds: r.duration, rps: r.requests.total / r.duration, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts }
 }
 
 // A GET with autocannon's headers (no accept-encoding), so the bytes kept are the bytes the load gets.
-function getBytes (url: string, headers: Record<string, string> = {}): Promise<{ status: number; contentType: string; body: Buffer }> {
+function getBytes (url: string, headers: Record<string, string> = {}): Promise<{ status: number; contentType: string; body: Buffer; rawHeaders: string[] }> {
   return new Promise((resolve, reject) => {
     const [done, fail] = [resolve, reject]
     httpRequest(url, { headers }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => done({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks) }))
+      res.on('end', () => done({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks), rawHeaders: res.rawHeaders }))
     }).on('error', fail).end()
   })
 }
 
-// The exact answers of our (warmed) server that the peers will serve.
+// The exact answers of our (warmed) server that the peers will serve, with the headers the floor sends.
 async function fetchAnswers (base: string, token: string | null): Promise<Answer[]> {
   const answers: Answer[] = []
   for (const { path, auth } of PEER_FIGURES) {
     if (auth && !token) continue
     const res = await getBytes(base + path, auth ? { authorization: `Bearer ${token}` } : {})
     if (res.status !== 200) throw new Error(`${path} answered ${res.status}`)
-    answers.push({ url: path, contentType: res.contentType, bodyBase64: res.body.toString('base64') })
+    answers.push({ url: path, contentType: res.contentType, bodyBase64: res.body.toString('base64'), headers: floorHeaders(res.rawHeaders) })
   }
   return answers
 }
 
-async function startPeer (name: string, answersFile: string): Promise<Side & { child: ChildProcess }> {
-  const { child, value } = await startProcess(['--import', LOADER, `bench/peers/${name}.ts`, answersFile], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null))
-  return { name, base: `http://127.0.0.1:${value}`, child }
+async function startPeer (name: string, answersFile: string, node = process.execPath): Promise<Side & { child: ChildProcess }> {
+  const { child, value } = await startProcess(['--import', LOADER, `bench/peers/${name}.ts`, answersFile], (line) => (/^\d+$/.test(line.trim()) ? line.trim() : null), node)
+  return { name, base: `http://127.0.0.1:${value}`, child, pid: child.pid }
 }
 
-// The comparison is fair only if a peer answers the very status, content-type and bytes ours did.
-async function checkSameBytes (peer: Side, answers: Answer[]) {
+// The comparison is fair only if a peer answers the very status, content-type and bytes ours did (the
+// floor: and every header).
+async function checkSameBytes (peer: Side, answers: Answer[], allHeaders = false) {
   for (const a of answers) {
     const res = await getBytes(peer.base + a.url)
     if (res.status !== 200 || res.contentType !== a.contentType || res.body.toString('base64') !== a.bodyBase64) throw new Error(`the ${peer.name} peer answers ${a.url} differently from our server`)
+    if (allHeaders && JSON.stringify(floorHeaders(res.rawHeaders)) !== JSON.stringify(a.headers)) throw new Error(`the ${peer.name} peer sends other headers than our server for ${a.url}`)
   }
 }
 
 /**
  * Measures one URL on every side in alternating short turns, the first side rotating each round, so that
- * a slow spell of the shared machine weighs on all alike; a side's rate is its requests over its seconds.
+ * a slow spell of the shared machine weighs on all alike; a side's rate is its requests over its seconds,
+ * and (a side with a pid) its CPU µs per answer the median of its turns' (see sideFigure).
  */
-async function alternate (sides: Side[], path: string, headers?: Record<string, string>) {
+async function alternate (sides: Side[], path: string, headers?: Record<string, string>, turns: { warmup: number; turns: number; turnSeconds: number } = timing()) {
   // Warm up each side first: the first seconds of a fresh code path run unoptimized.
-  for (const side of sides) await load(side.base + path, { headers, duration: timing().warmup })
-  const totals = sides.map(() => ({ requests: 0, seconds: 0, p99: 0, non2xx: 0 }))
-  for (let turn = 0; turn < timing().turns; turn++) {
+  for (const side of sides) await load(side.base + path, { headers, duration: turns.warmup })
+  const samples = sides.map(() => [] as { cpuSeconds: number; requests: number; seconds: number; p99: number; non2xx: number }[])
+  for (let turn = 0; turn < turns.turns; turn++) {
     for (let k = 0; k < sides.length; k++) {
       const i = (turn + k) % sides.length
-      const r = await load(sides[i].base + path, { headers, duration: timing().turnSeconds })
-      totals[i].requests += r.requests
-      totals[i].seconds += r.seconds
-      totals[i].p99 = Math.max(totals[i].p99, r.p99)
-      totals[i].non2xx += r.non2xx
+      const pid = sides[i].pid
+      const before = pid ? cpuSeconds(pid) : null
+      const r = await load(sides[i].base + path, { headers, duration: turns.turnSeconds })
+      const after = pid ? cpuSeconds(pid) : null
+      samples[i].push({ cpuSeconds: before !== null && after !== null ? after - before : NaN, requests: r.requests, seconds: r.seconds, p99: r.p99, non2xx: r.non2xx })
     }
   }
-  return totals.map((t) => ({ rps: t.requests / t.seconds, p99: t.p99, non2xx: t.non2xx }))
+  return samples.map(sideFigure)
 }
 
 // The same small answer to an IPv6 client and to an IPv4 one, alternated: what the address's family costs.
@@ -293,16 +322,38 @@ async function measureIpv6 (base: string, ipv6Base: string) {
   log(`  ${IPV6_FIGURE}: ${Math.round(v6.rps)} req/s, over IPv4 ${Math.round(v4.rps)}`)
 }
 
-// Our server against both peers, one URL after the other; only one server is under load at a time.
-async function measureAgainstPeers (base: string, token: string | null, answers: Answer[], peers: Side[]) {
-  const sides = [{ name: 'ours', base }, ...peers]
-  for (const { name, path, auth } of PEER_FIGURES) {
-    if (auth && !token) continue
-    const [ours, fastify, express] = await alternate(sides, path, auth ? { authorization: `Bearer ${token}` } : undefined)
-    if (fastify.non2xx || express.non2xx) throw new Error(`a peer gave non-2xx answers for ${path}: its figure would mean nothing`)
-    const bytes = Buffer.from(answers.find((a) => a.url === path)!.bodyBase64, 'base64').length
-    results.figures[name] = { url: path, bytes, rps: Math.round(ours.rps), fastify_rps: Math.round(fastify.rps), express_rps: Math.round(express.rps), vs_fastify: round2(ours.rps / fastify.rps), vs_express: round2(ours.rps / express.rps), p99_ms: ours.p99, non2xx: ours.non2xx }
-    log(`  ${name}: ${Math.round(ours.rps)} req/s, fastify ${Math.round(fastify.rps)}, express ${Math.round(express.rps)}`)
+/**
+ * The small answers on one runtime: our server (started with that Node) against the five peers (started
+ * with it too) answering its very bytes, one URL after the other; one server under load at a time.
+ */
+async function measureAgainstPeers (runtime: Runtime, ours: Side, token: string | null) {
+  log(`load: small answers on ${runtime.label} (${runtime.version}), ours against the floor, the Fastify and Express stacks, bare Fastify and bare Express, serving the same bytes`)
+  const answers = await fetchAnswers(ours.base, token)
+  const answersFile = join(root, 'bench', 'data', `peer-answers-${runtime.label.replace(/\W+/g, '')}.json`)
+  // A fresh checkout has no bench/data yet (the quick run imports nothing).
+  mkdirSync(dirname(answersFile), { recursive: true })
+  writeFileSync(answersFile, JSON.stringify(answers))
+  const peers: (Side & { child: ChildProcess })[] = []
+  try {
+    for (const peer of PEERS) peers.push(await startPeer(peer.file, answersFile, runtime.node))
+    for (const [i, peer] of peers.entries()) await checkSameBytes(peer, answers, PEERS[i].key === 'floor')
+    const { warmup, rewarm, turns, turnSeconds } = peerTiming(cli.quick)
+    const figures = PEER_FIGURES.filter((f) => !f.auth || token).map((f) => ({ ...f, headers: f.auth ? { authorization: `Bearer ${token}` } : undefined }))
+    // First every server on every answer: V8 optimizes the shared request path in threads of the server's
+    // own process, whose CPU would otherwise fall on the first figure's turns.
+    for (const side of [ours, ...peers]) for (const { path, headers } of figures) await load(side.base + path, { headers, duration: warmup })
+    for (const { name, path, headers } of figures) {
+      const [our, ...theirs] = await alternate([ours, ...peers], path, headers, { warmup: rewarm, turns, turnSeconds })
+      if (theirs.some((p) => p.non2xx)) throw new Error(`a peer gave non-2xx answers for ${path}: its figure would mean nothing`)
+      const answer = answers.find((a) => a.url === path)!
+      const figure = peerFigure(our, Object.fromEntries(PEERS.map((p, i) => [p.key, theirs[i]])) as Record<PeerKey, SideFigure>,
+        { node: runtime.version, url: path, bytes: Buffer.from(answer.bodyBase64, 'base64').length, headers: Object.keys(answer.headers).length })
+      results.figures[onRuntime(name, runtime.label)] = figure
+      log(`  ${name}: ours ${figure.us} µs per answer (${figure.rps} req/s); ${PEERS.map((p) => `${p.label} ${figure[`${p.key}_us`]}`).join(', ')}`)
+    }
+  } finally {
+    // The peers are done: they take no memory or CPU from the rest.
+    await Promise.all(peers.map((p) => stop(p.child)))
   }
 }
 
@@ -405,15 +456,15 @@ async function hasIpv6Loopback (): Promise<boolean> {
 }
 
 // The server under test, with limits out of the way of the load generator; stderr shown so a crash is visible.
-async function startServer (DATABASE_URL: string): Promise<{ child: ChildProcess; base: string; ipv6Base: string | null }> {
+async function startServer (DATABASE_URL: string, env: Record<string, string> = {}, node = process.execPath): Promise<{ child: ChildProcess; base: string; ipv6Base: string | null }> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   // On :: when the machine has IPv6 (as many deployments listen): IPv4 clients then arrive mapped into IPv6.
   const ipv6 = await hasIpv6Loopback()
-  const child = spawn(process.execPath, ['--import', LOADER, 'server.ts'], {
+  const child = spawn(node, ['--import', LOADER, 'server.ts'], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: ipv6 ? '::' : '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', API_KEY_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn' }
+    env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: ipv6 ? '::' : '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', API_KEY_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn', ...env }
   })
   for (let i = 0; i < 120; i++) {
     if (child.exitCode !== null) throw new Error(`the server exited with code ${child.exitCode} before answering /health`)
@@ -474,6 +525,45 @@ async function measureAnalytics (DATABASE_URL: string, base: string, token: stri
   results.figures[DASHBOARD_COLD] = await dashboardColdLoad(base)
   // Last: the new events change the answers above.
   await measureIngestion(DATABASE_URL, base)
+  await measureFanout(DATABASE_URL)
+}
+
+/**
+ * Stream fan-out (bench/stream-fanout.ts) on a server of its own over the same database: its users sign in
+ * through a stand-in identity provider (the development one knows three people), and its per-address
+ * connection cap leaves room for every stream from loopback.
+ */
+async function measureFanout (DATABASE_URL: string) {
+  log(`load: stream fan-out, ${FANOUT_STREAMS} streams of one guild held by ${FANOUT_USERS} users, ${FANOUT_ROUNDS} batches posted`)
+  const guildId = '700000000000000001'
+  const apiKey = await storeApiKey(DATABASE_URL, [guildId])
+  const f = await streamFanout({
+    start: async (env) => {
+      const server = await startServer(DATABASE_URL, env)
+      return { base: server.base, memory: () => (server.child.pid ? memoryMb(server.child.pid) : null), close: () => stop(server.child) }
+    },
+    apiKey,
+    guildId,
+    streams: FANOUT_STREAMS,
+    users: FANOUT_USERS,
+    rounds: FANOUT_ROUNDS,
+    eventsPerRound: 10,
+    log
+  })
+  results.figures[STREAM_FANOUT] = f
+  log(`  ${STREAM_FANOUT}: p50 ${f.p50_ms} ms, p99 ${f.p99_ms} ms over ${f.deliveries} deliveries (the POST itself p50 ${f.post_p50_ms} ms), server RSS ${f.rss_mb} MB${f.non2xx ? `, ${f.non2xx} missed` : ''}`)
+}
+
+// A new ingestion API key of the guilds, stored in the bench's database.
+async function storeApiKey (DATABASE_URL: string, guildIds: string[]): Promise<string> {
+  const handle = await openMigratedDatabase(loadConfig({ DATABASE_URL }))
+  const key = generateApiKey()
+  try {
+    await createApiKey(handle.db, { name: 'bench', keyHash: hashApiKey(key), prefix: apiKeyPrefix(key), guildIds })
+  } finally {
+    await handle.close()
+  }
+  return key
 }
 
 /**
@@ -553,13 +643,7 @@ async function measureIngestion (DATABASE_URL: string, base: string) {
   const { ingestBatches, serialBatches } = sizes()
   log(`load: ingestion through the API, ${ingestBatches} batches of ${BATCH} ${INGEST_CONCURRENCY} at a time, then ${serialBatches} one at a time`)
   const { bodies, guilds } = ingestionBodies(ingestBatches + serialBatches + 2)
-  const handle = await openMigratedDatabase(loadConfig({ DATABASE_URL }))
-  const key = generateApiKey()
-  try {
-    await createApiKey(handle.db, { name: 'bench', keyHash: hashApiKey(key), prefix: apiKeyPrefix(key), guildIds: guilds })
-  } finally {
-    await handle.close()
-  }
+  const key = await storeApiKey(DATABASE_URL, guilds)
   // Warm-up: the first requests of a fresh code path run unoptimized (these events are stored too).
   await sendBatches(base, key, bodies.slice(0, 2), 1)
   for (const [name, from, to, concurrency] of [[INGESTION, 2, 2 + ingestBatches, INGEST_CONCURRENCY], [INGESTION_SERIAL, 2 + ingestBatches, bodies.length, 1]] as const) {
@@ -574,6 +658,14 @@ async function main () {
   const { duration, warmup, turns, turnSeconds } = timing()
   results.settings = { connections: CONNECTIONS, duration_s: duration, warmup_s: warmup, turns, turn_s: turnSeconds }
   if (!cli.quick) Object.assign(results.settings, { events: sizes().events, guilds: GUILDS, users: sizes().users, ingest_batch: BATCH, ingest_concurrency: INGEST_CONCURRENCY })
+  // The Node binaries of the small answers (none with --analytics, which measures none).
+  const { runtimes, skipped } = cli.analytics ? { runtimes: [], skipped: [] } : benchRuntimes(cli.nodes, process.env)
+  for (const why of skipped) log(`small answers: ${why}`)
+  results.runtimes = runtimes.map((r) => r.version)
+  if (!cli.analytics) {
+    const peers = peerTiming(cli.quick)
+    Object.assign(results.settings, { peer_warmup_s: peers.warmup, peer_rewarm_s: peers.rewarm, peer_turns: peers.turns, peer_turn_s: peers.turnSeconds })
+  }
   const dbName = `bench_${Date.now().toString(36)}`
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()
@@ -608,18 +700,24 @@ async function main () {
       const memory = server.child.pid ? memoryMb(server.child.pid) : null
       if (memory) results.figures['server memory'] = memory
     } else {
-      log('load: small answers, ours against bare Fastify and Express peers serving the same bytes')
-      const answers = await fetchAnswers(server.base, token)
-      const answersFile = join(root, 'bench', 'data', 'peer-answers.json')
-      // A fresh checkout has no bench/data yet (the quick run imports nothing).
-      mkdirSync(dirname(answersFile), { recursive: true })
-      writeFileSync(answersFile, JSON.stringify(answers))
-      const peers = [await startPeer('fastify', answersFile), await startPeer('express', answersFile)]
-      children.push(...peers.map((p) => p.child))
-      for (const peer of peers) await checkSameBytes(peer, answers)
-      await measureAgainstPeers(server.base, token, answers, peers)
-      // The peers are done: they take no memory or CPU from the rest.
-      for (const peer of peers) await stop(peer.child)
+      // The small answers on the machine's Node (this server), then on each other Node (a server of its
+      // own): one that fails there is said in a line, and its figures' targets fail as not measured.
+      for (const [i, runtime] of runtimes.entries()) {
+        if (i === 0) {
+          await measureAgainstPeers(runtime, { name: 'ours', base: server.base, pid: server.child.pid }, token)
+          continue
+        }
+        let other: Awaited<ReturnType<typeof startServer>> | null = null
+        try {
+          other = await startServer(DATABASE_URL, {}, runtime.node)
+          if (other.child.pid) await settle(other.child.pid)
+          await measureAgainstPeers(runtime, { name: 'ours', base: other.base, pid: other.child.pid }, token)
+        } catch (err) {
+          log(`  small answers on ${runtime.label} not measured: ${(err as Error).message}`)
+        } finally {
+          if (other) await stop(other.child)
+        }
+      }
       if (server.ipv6Base) await measureIpv6(server.base, server.ipv6Base)
       else log(`  ${IPV6_FIGURE}: not measured, this machine has no IPv6 loopback`)
       // --quick stops here: the small answers are its whole point.
@@ -644,12 +742,13 @@ async function main () {
 
   const targets = JSON.parse(readFileSync(join(root, 'bench', 'targets.json'), 'utf8')) as Parameters<typeof checkTargets>[0]
   // --quick judges the figures it measured, the peers' ratios.
-  if (cli.quick) for (const name of Object.keys(targets)) if (name !== IPV6_FIGURE && !PEER_FIGURES.some((f) => f.name === name)) delete targets[name]
+  if (cli.quick) for (const name of Object.keys(targets)) if (name !== IPV6_FIGURE && !PEER_FIGURES.some((f) => f.name === baseName(name))) delete targets[name]
   // The figures of --scale are judged by --scale only.
   for (const name of Object.keys(targets)) if (isScaleFigure(name)) delete targets[name]
   // --analytics judges the activity figures.
   if (cli.analytics) for (const name of Object.keys(targets)) if (!ANALYTICS_FIGURES.includes(name)) delete targets[name]
-  results.checks = checkTargets(targets)
+  // The peers' targets hold on every runtime measured (bench/peers/sides.ts).
+  results.checks = checkTargets(peerTargets(targets, PEER_FIGURES.map((f) => f.name), runtimes.map((r) => r.label)))
   writeFileSync(join(root, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`)
   printTables()
 }
@@ -1054,14 +1153,20 @@ function checkTargets (targets: Record<string, { at_least?: Record<string, numbe
 function printTables () {
   const checks = new Map(results.checks.map((c) => [c.figure, c]))
   const verdict = (name: string) => { const c = checks.get(name); return c ? `${c.target} | ${c.pass ? 'PASS' : 'FAIL'}` : '– | –' }
-  const peerNames = PEER_FIGURES.map((p) => p.name)
-  const peerRows = peerNames.filter((n) => results.figures[n]).map((n) => {
-    const f = results.figures[n]
-    return `| ${n} | ${f.bytes} | ${f.rps} | ${f.fastify_rps} | ${f.express_rps} | ${f.vs_fastify} | ${f.vs_express} | ${verdict(n)} |`
-  })
-  if (!cli.analytics) console.log([`| figure (${CONNECTIONS} connections, ${timing().turns} turns of ${timing().turnSeconds} s) | bytes | ours req/s | fastify req/s | express req/s | vs fastify | vs express | target | result |`, '|---|---|---|---|---|---|---|---|---|', ...peerRows].join('\n'))
+  // The small answers: one row per answer and runtime, CPU µs per answer (then req/s) of ours and each peer.
+  const peerRows = Object.keys(results.figures).filter((n) => results.figures[n].floor_us !== undefined)
+  const sides = (f: Figure, unit: 'us' | 'rps') => [f[unit], ...PEERS.map((p) => f[`${p.key}_${unit}`])].join(' | ')
+  const { turns: peerTurns, turnSeconds: peerSeconds } = peerTiming(cli.quick)
+  if (peerRows.length) {
+    console.log([`| CPU µs per answer (${CONNECTIONS} connections, median of ${peerTurns} turns of ${peerSeconds} s) | Node | bytes | ours | ${PEERS.map((p) => p.label).join(' | ')} | vs floor | vs Fastify stack | vs Express stack | target | result |`,
+      `|---|---|---|---|${PEERS.map(() => '---|').join('')}---|---|---|---|---|`,
+      ...peerRows.map((n) => { const f = results.figures[n]; return `| ${baseName(n)} | ${f.node} | ${f.bytes} | ${sides(f, 'us')} | ${f.vs_floor} | ${f.vs_fastify_stack} | ${f.vs_express_stack} | ${verdict(n)} |` })].join('\n'))
+    console.log(['', `| req/s (the same turns) | Node | ours | ${PEERS.map((p) => p.label).join(' | ')} |`, `|---|---|---|${PEERS.map(() => '---|').join('')}`,
+      ...peerRows.map((n) => { const f = results.figures[n]; return `| ${baseName(n)} | ${f.node} | ${sides(f, 'rps')} |` })].join('\n'))
+    console.log('\n(vs X: X\'s CPU per answer over ours; a shared machine moves every figure, the ratios of one run less)')
+  }
   // Every other figure, and any targeted one that was not measured.
-  const others = [...new Set([...Object.keys(results.figures), ...checks.keys()])].filter((n) => !results.figures[n]?.fastify_rps)
+  const others = [...new Set([...Object.keys(results.figures), ...checks.keys()])].filter((n) => !peerRows.includes(n))
   const otherRows = others.map((n) => {
     const f = results.figures[n]
     return `| ${n} | ${f ? Object.entries(f).map(([k, v]) => `${k} ${v}`).join(', ') : 'not measured'} | ${verdict(n)} |`
