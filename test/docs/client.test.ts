@@ -63,12 +63,14 @@ const routes = {
   exportKmz: ['GET', '/api/v1/export.kmz'],
   getVectorTile: ['GET', '/api/v1/tiles/{z}/{x}/{y}.mvt'],
   getTileJson: ['GET', '/api/v1/tiles.json'],
+  getIcon: ['GET', '/api/v1/icons/{*}'],
   ogcLandingPage: ['GET', '/ogc'],
   ogcConformance: ['GET', '/ogc/conformance'],
   ogcApiDefinition: ['GET', '/ogc/api'],
   ogcCollections: ['GET', '/ogc/collections'],
   ogcPlacemarksCollection: ['GET', '/ogc/collections/placemarks'],
   ogcPlacemarksQueryables: ['GET', '/ogc/collections/placemarks/queryables'],
+  ogcPlacemarksSchema: ['GET', '/ogc/collections/placemarks/schema'],
   ogcPlacemarkItems: ['GET', '/ogc/collections/placemarks/items'],
   ogcPlacemarkItem: ['GET', '/ogc/collections/placemarks/items/{featureId}']
 } as const satisfies Record<Id, readonly [string, string]>
@@ -128,6 +130,8 @@ export async function tour(): Promise<string[]> {
   void call('exportKmz', {})
   // A vector tile: only its path is typed (the answer is protobuf bytes, or 204).
   void call('getVectorTile', { path: { z: '14', x: '2950', y: '6428' } })
+  // An icon of the KMZ: only its path is typed (the answer is an image).
+  void call('getIcon', { path: { '*': 'images/icon-1.png' } })
   const tileset = await call('getTileJson', {})
   const template: string = tileset.tiles[0] + tileset.vector_layers[0].id + String(tileset.bounds[0] + tileset.maxzoom)
   seen.push(template)
@@ -137,6 +141,8 @@ export async function tour(): Promise<string[]> {
   const { collections } = await call('ogcCollections', {})
   const extent: number[] | undefined = collections[0]?.extent.spatial.bbox[0]
   await call('ogcPlacemarksCollection', {})
+  const schema = await call('ogcPlacemarksSchema', {})
+  seen.push(String(Object.keys(schema).length))
   await call('ogcPlacemarkItems', { query: { limit: 10, bbox: '-115.18,36.09,-115.16,36.11', geometry_type: 'Point' } })
   await call('ogcPlacemarkItem', { path: { featureId: '2' } })
   seen.push(String(data), String(conformsTo.length + (extent?.length ?? 0)))

@@ -12,6 +12,12 @@ import { StandInIdp } from '../support/idp-server.ts'
 const valid: Record<string, { path: string; query: Record<string, string>; status?: number; stream?: boolean }> = {
   'GET /api/v1/placemarks': { path: '/api/v1/placemarks', query: { limit: '5', offset: '0', folder: 'Airports' } },
   'GET /api/v1/placemarks/{id}': { path: '/api/v1/placemarks/1', query: {} },
+  'GET /ogc': { path: '/ogc', query: { f: 'json' } },
+  'GET /ogc/conformance': { path: '/ogc/conformance', query: { f: 'json' } },
+  'GET /ogc/collections': { path: '/ogc/collections', query: { f: 'json' } },
+  'GET /ogc/collections/placemarks': { path: '/ogc/collections/placemarks', query: { f: 'json' } },
+  'GET /ogc/collections/placemarks/queryables': { path: '/ogc/collections/placemarks/queryables', query: { f: 'json' } },
+  'GET /ogc/collections/placemarks/schema': { path: '/ogc/collections/placemarks/schema', query: { f: 'json' } },
   'GET /ogc/collections/placemarks/items': { path: '/ogc/collections/placemarks/items', query: { limit: '5', offset: '0', bbox: '-180,-90,180,90', datetime: '2000-01-01/..', folder: 'Airports', geometry_type: 'Point', q: 'air' } },
   'GET /ogc/collections/placemarks/items/{featureId}': { path: '/ogc/collections/placemarks/items/1', query: {} },
   'GET /api/v1/spatial/bbox': { path: '/api/v1/spatial/bbox', query: { min_lon: '-116', min_lat: '35', max_lon: '-114', max_lat: '37', limit: '10' } },
@@ -20,6 +26,9 @@ const valid: Record<string, { path: string; query: Record<string, string>; statu
   'GET /api/v1/export.kml': { path: '/api/v1/export.kml', query: { folder: 'Airports', bbox: '-116,35,-114,37' } },
   'GET /api/v1/export.kmz': { path: '/api/v1/export.kmz', query: { folder: 'Airports', bbox: '-116,35,-114,37' } },
   'GET /api/v1/tiles/{z}/{x}/{y}.mvt': { path: '/api/v1/tiles/14/2950/6428.mvt', query: {} },
+  'GET /api/v1/tiles.json': { path: '/api/v1/tiles.json', query: { folder: 'Airports', q: 'air', datetime: '2000-01-01/..' } },
+  // The sample is a KML: it holds no images, so the valid request is a 404 (test/import/icons.test.ts serves some).
+  'GET /api/v1/icons/{*}': { path: '/api/v1/icons/images/icon-1.png', query: {}, status: 404 },
   'GET /api/ghosts': { path: '/api/ghosts', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', limit: '5' } },
   'GET /api/lurkers': { path: '/api/lurkers', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', until: '2026-01-01T00:00:00Z', limit: '5', minPresence: '2' } },
   'GET /api/heatmap': { path: '/api/heatmap', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', until: '2026-01-01T00:00:00Z', limit: '5', timeZone: 'Europe/Paris' } },
