@@ -9,7 +9,7 @@ import { ConfigSchema, defaultPoolMax, loadConfig } from '../../lib/config.ts'
 import { trustProxySetting } from '../../app.ts'
 import { checkEnvSyntax, EnvFileError, loadEnvFile } from '../../lib/env-file.ts'
 import { browserUrl, logFormat, loggerOptions, startupMessage } from '../../lib/logger.ts'
-import { ByteProgress, formatBytes, formatDuration } from '../../scripts/progress.ts'
+import { ByteProgress, formatBytes, formatDuration } from '../../commands/progress.ts'
 
 const SCRIPTS = ['import', 'import-activity', 'seed-activity', 'generate-kml', 'user-role', 'apikey', 'migrate', 'bench']
 const noStack = (text: string) => !/^\s+at /m.test(text)
@@ -148,9 +148,9 @@ t.test('the start-up line names the docs and the sign-in at the address a browse
 t.test('npm start\'s loader: Node\'s own type stripping where Node has it (24), tsx otherwise (20); the server serves', async (t) => {
   const url = await createPostgresDatabase(t)
   const port = await freePort()
-  // Outside the coverage (see test/helper.ts tsxLoader: neither V8's nor tap's own, which every process
-  // started under tap records through the inspector unless told not to), so that the child takes the
-  // loader's own choice.
+  // Outside the coverage (neither V8's nor tap's own, which every process started under tap records
+  // through the inspector unless told not to), as `npm start` runs it: the loader's choice, and Node's
+  // compile cache, which the loader leaves off under coverage.
   await startServer(t, { ...serverEnv(url, port), NODE_V8_COVERAGE: undefined, _TAPJS_PROCESSINFO_COVERAGE_: '0' }, /serving on/, projectRoot, typescriptLoader)
   const res = await fetch(`http://127.0.0.1:${port}/health`)
   t.equal(res.status, 200)

@@ -11,7 +11,7 @@ import { createReadStream, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { buildTestApp, createPostgresDatabase, freePort, projectRoot, testSecrets, tsxLoader } from '../helper.ts'
+import { buildTestApp, createPostgresDatabase, freePort, projectRoot, testSecrets, typescriptLoader } from '../helper.ts'
 import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../db/index.ts'
 import { importPlacemarks, IMPORT_LOCK_KEY } from '../../db/placemark-import.ts'
 import { generateKml } from '../../scripts/generate-kml.ts'
@@ -61,7 +61,7 @@ t.test('kill -9 during a CLI import: the old dataset stays whole, the next impor
 
   /** `npm run import` of the next file as its own process, killed with SIGKILL once `reached` holds. */
   async function killedImport (t: Test, reached: () => Promise<boolean>) {
-    const child = spawn(process.execPath, ['--import', tsxLoader, join(projectRoot, 'scripts/import.ts'), file, '--timezone', 'UTC'],
+    const child = spawn(process.execPath, ['--import', typescriptLoader, join(projectRoot, 'scripts/import.ts'), file, '--timezone', 'UTC'],
       { cwd: projectRoot, env: { ...process.env, DATABASE_URL: url }, stdio: ['ignore', 'pipe', 'pipe'] })
     let output = ''
     child.stdout.on('data', (d) => { output += d })

@@ -6,7 +6,7 @@ import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
 import net from 'node:net'
 import { Readable } from 'node:stream'
-import { createPostgresDatabase, freePort, projectRoot, tsxLoader } from '../helper.ts'
+import { createPostgresDatabase, freePort, projectRoot, typescriptLoader } from '../helper.ts'
 import { migrateToLatest, openDatabase } from '../../db/index.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
 
@@ -33,7 +33,7 @@ t.test('SIGTERM lets in-flight requests finish, then exits 0', async (t) => {
 
   // A port the kernel has just handed out and taken back: a random one could be a client socket's already.
   const port = await freePort()
-  const server = spawn(process.execPath, ['--import', tsxLoader, 'server.ts'], {
+  const server = spawn(process.execPath, ['--import', typescriptLoader, 'server.ts'], {
     cwd: projectRoot,
     env: { ...process.env, DATABASE_URL: url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_FORMAT: 'json', NODE_ENV: 'development', DB_STATEMENT_TIMEOUT_MS: '0', SHUTDOWN_GRACE_MS: '60000' },
     stdio: ['ignore', 'pipe', 'pipe']
@@ -88,7 +88,7 @@ t.test('SIGTERM while a slow client reads a multi-MB answer: every byte arrives,
   await importPlacemarks(seed, Readable.from([kml]), { timeZone: 'UTC', source: 'big.kml' })
   await seed.close()
   const port = await freePort()
-  const server = spawn(process.execPath, ['--import', tsxLoader, 'server.ts'], {
+  const server = spawn(process.execPath, ['--import', typescriptLoader, 'server.ts'], {
     cwd: projectRoot,
     env: { ...process.env, DATABASE_URL: url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_FORMAT: 'json', NODE_ENV: 'development', SHUTDOWN_GRACE_MS: '30000' },
     stdio: ['ignore', 'pipe', 'pipe']

@@ -1,7 +1,7 @@
 import type { Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { freePort, projectRoot, testSecrets, tsxLoader } from '../helper.ts'
+import { freePort, projectRoot, testSecrets, typescriptLoader } from '../helper.ts'
 
 /** The environment of a server or command on the embedded database in dir (never on PostgreSQL). */
 export const embeddedEnv = (dir: string, extra: Record<string, string> = {}): Record<string, string | undefined> => ({
@@ -24,7 +24,7 @@ export interface EmbeddedServer { child: ChildProcess; pid: number; base: string
  */
 export async function startEmbeddedServer (t: Test, dir: string): Promise<EmbeddedServer> {
   const port = await freePort()
-  const child = spawn(process.execPath, ['--import', tsxLoader, 'server.ts'], { cwd: projectRoot, env: { ...process.env, ...embeddedEnv(dir, { PORT: String(port), LOG_LEVEL: 'info' }) }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', typescriptLoader, 'server.ts'], { cwd: projectRoot, env: { ...process.env, ...embeddedEnv(dir, { PORT: String(port), LOG_LEVEL: 'info' }) }, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout!.on('data', (d) => { output += d })
   child.stderr!.on('data', (d) => { output += d })

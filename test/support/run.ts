@@ -4,8 +4,8 @@ import { once } from 'node:events'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { pathToFileURL } from 'node:url'
-import { projectRoot, tsxLoader } from '../helper.ts'
-import { runCommand, type Command } from '../../scripts/cli.ts'
+import { projectRoot, typescriptLoader } from '../helper.ts'
+import { runCommand, type Command } from '../../commands/cli.ts'
 
 export interface Run { code: number | null; stdout: string; stderr: string }
 
@@ -46,7 +46,7 @@ export function runScript (script: string, args: string[], env: Env, options: { 
  */
 export function spawnScript (script: string, args: string[], env: Env, cwd = projectRoot): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', tsxLoader, join(projectRoot, script), ...args], { cwd, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--import', typescriptLoader, join(projectRoot, script), ...args], { cwd, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => { stdout += d })
@@ -61,7 +61,7 @@ export interface Started { lines: string[]; child: ReturnType<typeof spawn>; lin
  * Starts server.ts as `npm start` would and waits for the first stdout line that matches, answering it
  * with every line before it; the server is stopped when the test ends.
  */
-export async function startServer (t: Test, env: Env, match: RegExp, cwd = projectRoot, loader = tsxLoader): Promise<Started> {
+export async function startServer (t: Test, env: Env, match: RegExp, cwd = projectRoot, loader = typescriptLoader): Promise<Started> {
   const child = spawn(process.execPath, ['--import', loader, join(projectRoot, 'server.ts')], { cwd, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) {
