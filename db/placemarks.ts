@@ -248,8 +248,9 @@ export async function folderNames (db: Db): Promise<string[]> {
 
 export async function datasetStats (db: Db): Promise<StatsT> {
   const [totals, types, folders] = await Promise.all([
-    sql<{ placemarks: number; styles: number }>`
-      SELECT (SELECT count(*) FROM placemarks)::int AS placemarks, (SELECT count(*) FROM styles)::int AS styles`.execute(db),
+    sql<{ placemarks: number; styles: number; timezone: string | null }>`
+      SELECT (SELECT count(*) FROM placemarks)::int AS placemarks, (SELECT count(*) FROM styles)::int AS styles,
+        (SELECT timezone FROM dataset WHERE id = 1) AS timezone`.execute(db),
     sql<{ geometry_type: string; n: number }>`
       SELECT geometry_type, count(*)::int AS n FROM placemarks GROUP BY geometry_type ORDER BY geometry_type`.execute(db),
     sql<{ name: string; n: number }>`
@@ -261,6 +262,7 @@ export async function datasetStats (db: Db): Promise<StatsT> {
     total_placemarks: totals.rows[0].placemarks,
     total_styles: totals.rows[0].styles,
     geometry_types: Object.fromEntries(types.rows.map((r) => [r.geometry_type, r.n])),
-    top_folders: Object.fromEntries(folders.rows.map((r) => [r.name, r.n]))
+    top_folders: Object.fromEntries(folders.rows.map((r) => [r.name, r.n])),
+    timezone: totals.rows[0].timezone
   }
 }

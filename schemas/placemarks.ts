@@ -111,7 +111,8 @@ export const StatsResponse = Type.Object({
   total_placemarks: Type.Integer({ description: 'Placemarks in the dataset', examples: [57] }),
   total_styles: Type.Integer({ description: 'Styles defined in the dataset', examples: [10] }),
   geometry_types: Type.Record(Type.String(), Type.Integer(), { description: 'Placemarks per geometry type', examples: [{ LineString: 8, Point: 43, Polygon: 6 }] }),
-  top_folders: Type.Record(Type.String(), Type.Integer(), { description: 'The 10 folder names with the most placemarks, with their counts', examples: [{ 'Las Vegas Strip': 21, Downtown: 13 }] })
+  top_folders: Type.Record(Type.String(), Type.Integer(), { description: 'The 10 folder names with the most placemarks, with their counts', examples: [{ 'Las Vegas Strip': 21, Downtown: 13 }] }),
+  timezone: Nullable(Type.String({ description: 'The IANA time zone the dataset was imported with (`npm run import -- --timezone`): the zone of the local times in its names and of dates without a zone, in which the map shows its times; null before the first import', examples: ['America/Los_Angeles'] }))
 }, { title: 'DatasetStats' })
 
 export type PlacemarkSummaryT = Static<typeof PlacemarkSummary>

@@ -62,7 +62,8 @@ function datasetKml (): string {
 }
 
 const handle: DatabaseHandle = await openTestDatabase(t)
-await importPlacemarks(handle, Readable.from([datasetKml()]), { timeZone: 'UTC', source: 'map.kml' })
+// Imported in Las Vegas's zone: the page shows its times there (its TimeStamps are UTC instants).
+await importPlacemarks(handle, Readable.from([datasetKml()]), { timeZone: 'America/Los_Angeles', source: 'map.kml' })
 
 async function startApp (t: Test, overrides: Partial<Config> = {}): Promise<{ app: FastifyInstance; base: string }> {
   const app = await buildApp({ config: testConfig({ RATE_LIMIT_MAX: 1_000_000, ...overrides }), db: handle, logger: false })
@@ -260,6 +261,7 @@ t.test('popups from the keyboard, sanitised; axe; a phone in dark mode', async (
   t.ok(hrefs.includes('https://example.org/photos/welcome-sign.jpg'), 'the image as a link')
   t.ok(hrefs.includes('https://example.org/more'), 'the description\'s link')
   t.equal(await popup.locator('time').getAttribute('title'), '2017-10-01 22:08:00 UTC', 'the UTC instant on hover')
+  t.match(await popup.locator('time').textContent(), /3:08:00\s?PM PDT/, 'shown in the dataset\'s zone (the import\'s --timezone)')
   t.same(await axeFindings(page), [], 'axe: no serious or critical violation, popup open')
   await page.screenshot({ path: join(artifacts, 'map-phone.png') })
   await page.keyboard.press('Escape')

@@ -125,7 +125,8 @@ for (const kind of ['postgres'] as const) {
         total_placemarks: 7,
         total_styles: 2,
         geometry_types: { LineString: 1, Point: 5, Polygon: 1 },
-        top_folders: { Beta: 5, Alpha: 3 }
+        top_folders: { Beta: 5, Alpha: 3 },
+        timezone: 'America/Los_Angeles'
       })
     })
 
