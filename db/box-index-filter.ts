@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
-import { searchCondition, searchWords } from './placemarks.ts'
+import { placemarkFilterConditions } from './ogc.ts'
 
 /** The tiles' filters, as the OGC items take them: a folder name at any level, text words, a time interval (ISO instants, either end open). */
 export interface TileFilterValues {
@@ -16,7 +16,7 @@ export interface TileFilterValues {
  * the description, a time intersecting the interval.
  */
 export async function matchingPlacemarks (db: Kysely<Database>, f: TileFilterValues): Promise<Uint8Array> {
-  const parts = filterConditions(f)
+  const parts = placemarkFilterConditions(f)
   const where = parts.length === 0 ? sql`` : sql`WHERE ${sql.join(parts, sql` AND `)}`
   // One text of ids, not a row per id.
   const { rows: [row] } = await sql<{ ids: string | null; max_id: number | null }>`
@@ -36,20 +36,6 @@ export async function matchingPlacemarks (db: Kysely<Database>, f: TileFilterVal
   return flags
 }
 
-/** The filters as conditions on `placemarks p` (all must hold). */
-function filterConditions (f: TileFilterValues) {
-  const parts = []
-  if (f.folder !== undefined) parts.push(sql`p.folder_path @> ARRAY[${f.folder}]::text[]`)
-  if (f.datetime !== undefined) {
-    parts.push(sql`(p.time_begin IS NOT NULL OR p.time_end IS NOT NULL)`)
-    if (f.datetime.to !== null) parts.push(sql`(p.time_begin IS NULL OR p.time_begin <= ${f.datetime.to}::timestamptz)`)
-    if (f.datetime.from !== null) parts.push(sql`(p.time_end IS NULL OR p.time_end >= ${f.datetime.from}::timestamptz)`)
-  }
-  const words = searchWords(f.q)
-  if (words.length) parts.push(searchCondition(words))
-  return parts
-}
-
 /** One group of a tile's points counted in the database: a grid cell and a style, with the sums of positions. */
 export interface CellGroup { cx: number; cy: number; style_id: string | null; n: number; sum_x: number; sum_y: number; id: number }
 
@@ -64,7 +50,7 @@ export async function tileCellGroups (db: Kysely<Database>, z: number, x: number
   const side = 2 ** 26
   const scale = 2 ** (26 - z)
   const cell = scale / 16
-  const parts = filterConditions(f)
+  const parts = placemarkFilterConditions(f)
   const filters = parts.length === 0 ? sql`` : sql`AND ${sql.join(parts, sql` AND `)}`
   const { rows } = await sql<CellGroup>`
     WITH points AS (
@@ -95,7 +81,7 @@ export async function placemarkSummaries (db: Kysely<Database>, ids: number[]): 
  * by id, as summaries with their geometries (the caller tests each exactly).
  */
 export async function tileShapes (db: Kysely<Database>, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, f: TileFilterValues, limit: number): Promise<{ summary: string; geometry: string }[]> {
-  const parts = filterConditions(f)
+  const parts = placemarkFilterConditions(f)
   const filters = parts.length === 0 ? sql`` : sql`AND ${sql.join(parts, sql` AND `)}`
   const { rows } = await sql<{ summary: string; geometry: string }>`
     SELECT p.summary, p.geometry FROM placemarks p

@@ -27,11 +27,14 @@ const TIME = sql`to_char(p.time_begin AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:
 type TimedRow = SummaryRow & { time_begin: string | null; time_end: string | null }
 const toTimed = (row: TimedRow): TimedPlacemark => ({ ...toSummary(row), time_begin: row.time_begin, time_end: row.time_end })
 
-function conditions (f: ItemFilter) {
+/**
+ * The conditions on `placemarks p` that every filter shared by the OGC items, the GeoJSON list and the
+ * tiles means (all must hold): `folder` a level of the path, `datetime` a time intersecting [from, to],
+ * `q` each word in the name or the description.
+ */
+export function placemarkFilterConditions (f: Pick<ItemFilter, 'folder' | 'datetime' | 'q'>) {
   const parts = []
-  if (f.ids !== undefined) parts.push(sql`p.id = ANY(${f.ids}::int[])`)
   if (f.folder !== undefined) parts.push(sql`p.folder_path @> ARRAY[${f.folder}]::text[]`)
-  if (f.geometryType !== undefined) parts.push(sql`p.geometry_type = ${f.geometryType}`)
   if (f.datetime !== undefined) {
     parts.push(sql`(p.time_begin IS NOT NULL OR p.time_end IS NOT NULL)`)
     if (f.datetime.to !== null) parts.push(sql`(p.time_begin IS NULL OR p.time_begin <= ${f.datetime.to}::timestamptz)`)
@@ -39,6 +42,13 @@ function conditions (f: ItemFilter) {
   }
   const words = searchWords(f.q)
   if (words.length) parts.push(searchCondition(words))
+  return parts
+}
+
+function conditions (f: ItemFilter) {
+  const parts = placemarkFilterConditions(f)
+  if (f.ids !== undefined) parts.unshift(sql`p.id = ANY(${f.ids}::int[])`)
+  if (f.geometryType !== undefined) parts.push(sql`p.geometry_type = ${f.geometryType}`)
   return parts.length === 0 ? sql`` : sql`WHERE ${sql.join(parts, sql` AND `)}`
 }
 

@@ -1,10 +1,9 @@
 import t, { type Test } from 'tap'
 import { mkdirSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import { buildApp, freePort, openTestDatabase, projectRoot, testConfig } from '../helper.ts'
-import { launchBrowser } from '../support/browser.ts'
+import { axeFindings, launchBrowser } from '../support/browser.ts'
 import { until } from '../support/shared-state.ts'
 import type { Config } from '../../lib/config.ts'
 import type { DatabaseHandle } from '../../db/index.ts'
@@ -13,7 +12,6 @@ import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../lib/auth/api-key
 
 const artifacts = join(projectRoot, 'test-artifacts')
 mkdirSync(artifacts, { recursive: true })
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
 
 const GUILD = '700000000000000001'
 const QUIET_CORNER = '700000000000000002'
@@ -101,16 +99,6 @@ const percent = (n: number) => new Intl.NumberFormat(LOCALE, { style: 'percent',
 const dateFormat = new Intl.DateTimeFormat(LOCALE, { timeZone: TZ, dateStyle: 'medium', timeStyle: 'short' })
 const spaces = (s: string) => s.replace(/\s+/g, ' ')
 const date = (d: string) => spaces(dateFormat.format(new Date(d)))
-
-/** axe-core's serious and critical findings on the page as it is (its script evaluated through the devtools protocol, outside the page's CSP). */
-async function axeFindings (page: Page): Promise<string[]> {
-  if (!await page.evaluate(() => 'axe' in window)) await page.evaluate(axeSource)
-  const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe
-    return (await axe.run(document, { resultTypes: ['violations'] })).violations
-  })
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`)
-}
 
 // The rows of an answer as the member table shows them: a member is their name and id, factors six numbers.
 const TABLE_ROWS: Record<string, { key: string; row: (e: any) => string[] }> = {

@@ -6,16 +6,15 @@
  * the page says so and links the data; axe finds nothing serious; the base map comes from MAP_TILE_URL.
  */
 import t, { type Test } from 'tap'
-import { mkdirSync, readFileSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { createServer } from 'node:http'
-import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, openTestDatabase, projectRoot, testConfig } from '../helper.ts'
-import { launchBrowser } from '../support/browser.ts'
+import { axeFindings, launchBrowser } from '../support/browser.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
 import { mulberry32 } from '../../scripts/generate-kml.ts'
 import type { Config } from '../../lib/config.ts'
@@ -23,7 +22,6 @@ import type { DatabaseHandle } from '../../db/index.ts'
 
 const artifacts = join(projectRoot, 'test-artifacts')
 mkdirSync(artifacts, { recursive: true })
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
 
 // Places around Las Vegas, each a folder: the whole dataset fits one view with no copy of the world.
 const PLACES: [string, number, number, number][] = [['Strip', -115.17, 36.11, 0.06], ['Downtown', -115.14, 36.17, 0.03], ['Lake Mead', -114.74, 36.05, 0.2], ['Red Rock', -115.45, 36.14, 0.12]]
@@ -124,16 +122,6 @@ const drawnPoints = (page: Page) => page.evaluate(() => {
     labels: map.queryRenderedFeatures({ layers: ['cluster-counts'] }).length
   }
 })
-
-/** axe-core's serious and critical findings (its script evaluated through the devtools protocol, outside the page's CSP). */
-async function axeFindings (page: Page): Promise<string[]> {
-  if (!await page.evaluate(() => 'axe' in window)) await page.evaluate(axeSource)
-  const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe
-    return (await axe.run(document, { resultTypes: ['violations'] })).violations
-  })
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`)
-}
 
 const stats = await api('/api/v1/stats')
 

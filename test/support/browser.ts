@@ -1,6 +1,7 @@
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { mkdir, rmdir, stat } from 'node:fs/promises'
-import { chromium, type Browser } from 'playwright-core'
+import { createRequire } from 'node:module'
+import { chromium, type Browser, type Page } from 'playwright-core'
 
 // Where a machine usually has a Chromium of its own.
 const systemBrowsers = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable']
@@ -61,4 +62,16 @@ export async function launchBrowser (options: { webgl?: boolean } = {}): Promise
     executablePath: await chromiumPath(),
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', ...(options.webgl ? WEBGL_FLAGS : [])]
   })
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+
+/** axe-core's serious and critical findings on the page as it is (its script evaluated through the devtools protocol, outside the page's CSP). */
+export async function axeFindings (page: Page): Promise<string[]> {
+  if (!await page.evaluate(() => 'axe' in window)) await page.evaluate(axeSource)
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe
+    return (await axe.run(document, { resultTypes: ['violations'] })).violations
+  })
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`)
 }
