@@ -41,6 +41,20 @@ export function contentSecurityPolicy (mapTileUrl: string | undefined) {
   }
 }
 
+/**
+ * `GET /` of a page's plugin: its HTML, never cached stale, with a Content-Security-Policy of its own
+ * (the directives given, written once here at start-up) where this server sets the security headers.
+ */
+export function pageRoute (app: FastifyInstance, html: string, directives: Record<string, string[]>): void {
+  const policy = app.config.SECURITY_HEADERS
+    ? helmetHeaders({ contentSecurityPolicy: { useDefaults: false, directives } })['content-security-policy']
+    : undefined
+  app.get('/', { schema: { hide: true } }, async (_request, reply) => {
+    if (policy) reply.header('content-security-policy', policy)
+    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(html)
+  })
+}
+
 /** helmet's options: its defaults but the legacy headers, with the policy above. */
 export function helmetOptions (mapTileUrl: string | undefined): HelmetOptions {
   return {

@@ -3,7 +3,7 @@ import fastifyStatic from '@fastify/static'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { contentSecurityPolicy, helmetHeaders } from '../../plugins/external/security-headers.ts'
+import { contentSecurityPolicy, pageRoute } from '../../plugins/external/security-headers.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const require = createRequire(import.meta.url)
@@ -83,14 +83,7 @@ const page = `<!doctype html>
  * site's Content-Security-Policy with styles from this server only: nothing on the page is inline.
  */
 const dashboard: FastifyPluginAsync = async (app) => {
-  const base = contentSecurityPolicy(app.config.MAP_TILE_URL)
-  const policy = app.config.SECURITY_HEADERS
-    ? helmetHeaders({ contentSecurityPolicy: { ...base, directives: { ...base.directives, styleSrc: ["'self'"] } } })['content-security-policy']
-    : undefined
-  app.get('/', { schema: { hide: true } }, async (_request, reply) => {
-    if (policy) reply.header('content-security-policy', policy)
-    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(page)
-  })
+  pageRoute(app, page, { ...contentSecurityPolicy(app.config.MAP_TILE_URL).directives, styleSrc: ["'self'"] })
 
   await app.register(fastifyStatic, {
     root: join(root, 'public', 'dashboard'),

@@ -3,7 +3,7 @@ import fastifyStatic from '@fastify/static'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { contentSecurityPolicy, helmetHeaders, tileSource } from '../../plugins/external/security-headers.ts'
+import { contentSecurityPolicy, pageRoute, tileSource } from '../../plugins/external/security-headers.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const require = createRequire(import.meta.url)
@@ -87,13 +87,7 @@ export function mapPolicy (tileUrl: string | undefined): Record<string, string[]
 /** `GET /map`: the placemarks on a map drawn from the vector tiles (MapLibre GL JS), not part of the API document. */
 const map: FastifyPluginAsync = async (app) => {
   const html = page(app.config.MAP_TILE_URL ?? '', app.config.MAP_TILE_ATTRIBUTION ?? '')
-  const policy = app.config.SECURITY_HEADERS
-    ? helmetHeaders({ contentSecurityPolicy: { useDefaults: false, directives: mapPolicy(app.config.MAP_TILE_URL) } })['content-security-policy']
-    : undefined
-  app.get('/', { schema: { hide: true } }, async (_request, reply) => {
-    if (policy) reply.header('content-security-policy', policy)
-    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(html)
-  })
+  pageRoute(app, html, mapPolicy(app.config.MAP_TILE_URL))
 
   // Each folder in its own scope; reply.sendFile is not needed (swagger-ui's copy of the plugin keeps it undecorated too).
   await app.register(fastifyStatic, { root: join(root, 'public', 'map'), prefix: '/assets/', decorateReply: false, index: false, allowedPath: (path) => PAGE_FILES.has(path) })
