@@ -5,7 +5,7 @@ import { request } from 'node:http'
 import { pathToFileURL } from 'node:url'
 import { ConfigError, type Config } from '../lib/config.ts'
 import { EnvFileError, loadEnvFile } from '../lib/env-file.ts'
-import { migrateToLatest, openDatabase, type DatabaseHandle } from '../db/index.ts'
+import { migrateDatabase, openDatabase, type DatabaseHandle } from '../db/index.ts'
 import { EmbeddedDatabaseInUse, ownerState, readOwner } from '../db/embedded-lock.ts'
 import { LANE_POOL_MIN } from '../db/placemark-import.ts'
 import { findCommandSocket } from '../db/embedded.ts'
@@ -155,7 +155,7 @@ export async function openMigratedDatabase (config: Config): Promise<DatabaseHan
     throw cannotOpen(err)
   }
   try {
-    await migrateToLatest(handle.db)
+    await migrateDatabase(handle)
   } catch (err) {
     await handle.close().catch(() => {})
     throw cannotOpen(err)

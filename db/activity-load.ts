@@ -68,6 +68,65 @@ const DAILY: [column: string, aggregate: string, merge: 'sum' | 'or' | 'max'][] 
 // The guild quarter rollup's counts, by event type.
 const GUILD_QUARTERS: [column: string, type: string][] = [['message_count', 'message'], ['typing_count', 'typing'], ['delete_count', 'message_delete'],
   ['reaction_count', 'reaction'], ['presence_count', 'presence'], ['role_change_count', 'role_change'], ['join_count', 'join'], ['leave_count', 'leave']]
+// The first and the last quarter hour (0-95) set in a quarter_mask (NULL for NULL).
+const firstQuarter = (mask: string) => `(position('1' IN ${mask}::text) - 1)`
+const lastQuarter = (mask: string) => `(96 - position('1' IN reverse(${mask}::text)))`
+
+/**
+ * The statement that keeps activity_day_edges (migration 024) in step with the quarter masks the load adds
+ * to activity_daily. It reads activity_daily as it was before the load, so it runs before the daily merge
+ * (in one statement, its snapshot is the statement's). For each member day whose first or last quarter
+ * hour changes: the day's first_count and last_count move from the old quarter hour to the new one; and at
+ * the midnights before and after that day, the member's span (first quarter hour of the day after, last of
+ * the day before) is taken out of straddle_count as it was and put back as it is now. Only counts that
+ * change are written.
+ */
+function dayEdgesStatement (source: string): string {
+  const zero = `B'${'0'.repeat(96)}'::bit(96)`
+  const bit = `set_bit(${zero}, date_part('hour', created_at AT TIME ZONE 'UTC')::int * 4 + date_part('minute', created_at AT TIME ZONE 'UTC')::int / 15, 1)`
+  return `
+      INSERT INTO activity_day_edges AS e (guild_id, day, quarter, first_count, last_count, straddle_count)
+      WITH touched AS MATERIALIZED (
+        SELECT a.guild_id, a.day, a.user_id, d.quarter_mask AS old, coalesce(d.quarter_mask, ${zero}) | a.mask AS new
+        FROM (SELECT guild_id, (created_at AT TIME ZONE 'UTC')::date AS day, user_id, bit_or(${bit}) AS mask FROM ${source} GROUP BY 1, 2, 3) a
+        LEFT JOIN activity_daily d ON d.guild_id = a.guild_id AND d.day = a.day AND d.user_id = a.user_id
+      ),
+      changed AS MATERIALIZED (
+        SELECT guild_id, day, user_id, old IS NOT NULL AS existed, ${firstQuarter('old')} AS old_first, ${lastQuarter('old')} AS old_last,
+          ${firstQuarter('new')} AS new_first, ${lastQuarter('new')} AS new_last
+        FROM touched
+        WHERE old IS NULL OR ${firstQuarter('old')} <> ${firstQuarter('new')} OR ${lastQuarter('old')} <> ${lastQuarter('new')}
+      ),
+      midnights AS (SELECT DISTINCT guild_id, user_id, day FROM (SELECT guild_id, user_id, day FROM changed UNION ALL SELECT guild_id, user_id, day + 1 FROM changed) m),
+      sides AS (
+        SELECT m.guild_id, m.day,
+          CASE WHEN pt.user_id IS NULL THEN pd.quarter_mask ELSE pt.old END AS before_old, CASE WHEN pt.user_id IS NULL THEN pd.quarter_mask ELSE pt.new END AS before_new,
+          CASE WHEN ct.user_id IS NULL THEN cd.quarter_mask ELSE ct.old END AS after_old, CASE WHEN ct.user_id IS NULL THEN cd.quarter_mask ELSE ct.new END AS after_new
+        FROM midnights m
+        LEFT JOIN touched pt ON pt.guild_id = m.guild_id AND pt.day = m.day - 1 AND pt.user_id = m.user_id
+        LEFT JOIN activity_daily pd ON pt.user_id IS NULL AND pd.guild_id = m.guild_id AND pd.day = m.day - 1 AND pd.user_id = m.user_id
+        LEFT JOIN touched ct ON ct.guild_id = m.guild_id AND ct.day = m.day AND ct.user_id = m.user_id
+        LEFT JOIN activity_daily cd ON ct.user_id IS NULL AND cd.guild_id = m.guild_id AND cd.day = m.day AND cd.user_id = m.user_id
+      ),
+      spans AS (
+        SELECT guild_id, day, -1 AS sign, ${firstQuarter('after_old')} AS b, ${lastQuarter('before_old')} AS a FROM sides WHERE before_old IS NOT NULL AND after_old IS NOT NULL
+        UNION ALL
+        SELECT guild_id, day, 1, ${firstQuarter('after_new')}, ${lastQuarter('before_new')} FROM sides WHERE before_new IS NOT NULL AND after_new IS NOT NULL
+      )
+      SELECT guild_id, day, q, sum(f), sum(l), sum(s) FROM (
+        SELECT guild_id, day, new_first AS q, 1 AS f, 0 AS l, 0 AS s FROM changed
+        UNION ALL SELECT guild_id, day, old_first, -1, 0, 0 FROM changed WHERE existed
+        UNION ALL SELECT guild_id, day, new_last, 0, 1, 0 FROM changed
+        UNION ALL SELECT guild_id, day, old_last, 0, -1, 0 FROM changed WHERE existed
+        UNION ALL SELECT guild_id, day, b + 1, 0, 0, sign FROM spans WHERE b < a
+        UNION ALL SELECT guild_id, day, a + 1, 0, 0, -sign FROM spans WHERE b < a AND a < 95
+      ) x
+      GROUP BY 1, 2, 3 HAVING sum(f) <> 0 OR sum(l) <> 0 OR sum(s) <> 0
+      ORDER BY 1, 2, 3
+      ON CONFLICT (guild_id, day, quarter) DO UPDATE SET first_count = e.first_count + EXCLUDED.first_count,
+        last_count = e.last_count + EXCLUDED.last_count, straddle_count = e.straddle_count + EXCLUDED.straddle_count`
+}
+
 const mergeDaily = ([column, , merge]: typeof DAILY[number]) =>
   merge === 'sum' ? `${column} = d.${column} + EXCLUDED.${column}` : merge === 'or' ? `${column} = d.${column} | EXCLUDED.${column}` : `${column} = greatest(d.${column}, EXCLUDED.${column})`
 
@@ -97,7 +156,9 @@ function rollupStatements (source: string, empty: { daily: boolean; users: boole
       INSERT INTO activity_guild_quarters AS q (guild_id, quarter, ${GUILD_QUARTERS.map(([c]) => c).join(', ')})
       SELECT guild_id, date_bin('15 minutes', created_at, '2000-01-01T00:00:00Z'), ${GUILD_QUARTERS.map(([, t]) => `count(*) FILTER (WHERE type = '${t}')`).join(', ')}
       FROM ${source} GROUP BY 1, 2 ORDER BY 1, 2
-      ON CONFLICT (guild_id, quarter) DO UPDATE SET ${GUILD_QUARTERS.map(([c]) => `${c} = q.${c} + EXCLUDED.${c}`).join(', ')}`, `
+      ON CONFLICT (guild_id, quarter) DO UPDATE SET ${GUILD_QUARTERS.map(([c]) => `${c} = q.${c} + EXCLUDED.${c}`).join(', ')}`,
+  // Before the daily merge: it reads the masks as they were.
+  dayEdgesStatement(source), `
       INSERT INTO activity_daily AS d (guild_id, day, user_id, ${DAILY.map(([c]) => c).join(', ')})
       SELECT guild_id, (created_at AT TIME ZONE 'UTC')::date, user_id, ${DAILY.map(([, a]) => a).join(', ')}
       FROM ${source} GROUP BY 1, 2, 3
@@ -217,7 +278,7 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
   try {
     await client.query('BEGIN')
     await client.query('SELECT pg_advisory_xact_lock($1)', [LOAD_LOCK])
-    if (options.replace) await client.query('TRUNCATE activity_events, activity_daily, activity_users, activity_member_clients, activity_channel_quarters, activity_guilds, activity_guild_quarters')
+    if (options.replace) await client.query('TRUNCATE activity_events, activity_daily, activity_users, activity_member_clients, activity_channel_quarters, activity_guilds, activity_guild_quarters, activity_day_edges')
     // Room for the sorts and aggregations over staged rows.
     await client.query("SET LOCAL work_mem = '256MB'")
     await client.query(`CREATE TEMP TABLE load_events (ord int8, guild_id text COLLATE "C", channel_id text COLLATE "C",
@@ -300,7 +361,7 @@ export async function loadActivity (handle: DatabaseHandle, events: AsyncIterabl
     // Fresh statistics, so the planner sees a large load at once, and the rollups' visibility maps set
     // for index-only scans (best effort: the data is committed).
     if (postgres && s.events > 0 && options.analyze !== false) {
-      await handle.pool.query('VACUUM (ANALYZE) activity_daily, activity_users').catch(() => {})
+      await handle.pool.query('VACUUM (ANALYZE) activity_daily, activity_users, activity_day_edges').catch(() => {})
       await handle.pool.query('ANALYZE activity_events').catch(() => {})
     }
     return loadSummary(s, duplicates, n, started)

@@ -81,56 +81,100 @@ const ranges = (edges: [number, number][]) =>
  * last instant before until, with the events of each type and the distinct members whose events fall
  * on it (0 for a date without events); and the window's distinct members.
  *
- * Whole quarter hours come from the rollups: the events of each type from activity_guild_quarters, the
- * members from activity_daily's quarter_mask (a member of a UTC day is a member of a local date when
- * their day's quarter hours meet that date's). Every zone's offset is a whole number of quarter hours, so
- * a quarter hour lies in one local date; one that would not (a local-mean-time offset of old dates) is
- * read from raw events, like the window's partial quarter hours at its edges.
+ * Events per type come from activity_guild_quarters for the window's whole quarter hours. Every zone's
+ * offset is a whole number of quarter hours, so a quarter hour lies in one local date; one that would not
+ * (a local-mean-time offset of old dates) is read from raw events, like the window's partial quarter hours
+ * at its edges.
+ *
+ * Members of a local date that is 24 hours long, starts on a quarter hour and lies inside the window's
+ * whole quarter hours (every date but the first, the last and DST changes) come from activity_day_edges
+ * (migration 024): some two hundred rows a date whatever the guild's size. The other dates are read from
+ * activity_daily's quarter_mask, a row per member of the UTC days they touch (a member of a UTC day is a
+ * member of a local date when their day's quarter hours meet that date's), and from raw events.
+ *
+ * The two read activity_daily day by day (OFFSET 0 keeps each lateral read apart, an index range per day,
+ * rather than merged into one scan of every member day of the guild).
+ *
+ * The window's members: when it ends after the guild's latest event (a window up to now), the members
+ * whose latest event is at or after since (activity_users); otherwise activity_daily's members of its UTC
+ * days, their quarter_mask checked on the partial days, and raw events.
  */
 export async function overviewDays (db: Db, q: { guildId: string; since: number; until: number; timeZone: string }): Promise<{ days: OverviewDay[]; members: number }> {
   const { from, to, edges } = quarters(q.since, q.until)
   const z = q.timeZone
+  const g = q.guildId
   // Quoted: `join` is a keyword.
   const sums = sql.raw(TYPE_COLUMNS.map(([type, column]) => `sum(c.${column}) AS "${type}"`).join(', '))
   const rawCounts = sql.raw(TYPE_COLUMNS.map(([type]) => `count(*) FILTER (WHERE type = '${type}') AS "${type}"`).join(', '))
   const totals = sql.raw(TYPE_COLUMNS.map(([type]) => `coalesce(c."${type}", 0)::int AS "${type}"`).join(', '))
   const regroup = sql.raw(TYPE_COLUMNS.map(([type]) => `sum("${type}") AS "${type}"`).join(', '))
+  const quarterOf = (t: string) => sql.raw(`(date_part('hour', ${t} AT TIME ZONE 'UTC')::int * 4 + date_part('minute', ${t} AT TIME ZONE 'UTC')::int / 15)`)
   const { rows } = await withoutJit(db, (trx) => sql<{ date: string; members: number; total_members: number } & TypeCounts>`
     WITH grid AS MATERIALIZED (
-      SELECT g.q, (g.q AT TIME ZONE ${z})::date AS local_date, (g.q AT TIME ZONE 'UTC')::date AS day,
-        date_part('hour', g.q AT TIME ZONE 'UTC')::int * 4 + date_part('minute', g.q AT TIME ZONE 'UTC')::int / 15 AS bit,
+      SELECT g.q, (g.q AT TIME ZONE ${z})::date AS local_date, (g.q AT TIME ZONE 'UTC')::date AS day, ${quarterOf('g.q')} AS bit,
         (g.q AT TIME ZONE ${z})::date = ((g.q + interval '15 minutes' - interval '1 microsecond') AT TIME ZONE ${z})::date AS whole
       FROM generate_series(${iso(from)}::timestamptz, ${iso(to)}::timestamptz - interval '15 minutes', interval '15 minutes') AS g(q)
     ),
-    masks AS (SELECT day, local_date, bit_or(set_bit(${NO_QUARTERS}, bit, 1)) AS mask FROM grid WHERE whole GROUP BY 1, 2),
+    dates AS MATERIALIZED (
+      SELECT d::date AS local_date, d AT TIME ZONE ${z} AS t0, (d + interval '1 day') AT TIME ZONE ${z} AS t1
+      FROM generate_series((${iso(q.since)}::timestamptz AT TIME ZONE ${z})::date::timestamp,
+        ((${iso(q.until)}::timestamptz - interval '1 millisecond') AT TIME ZONE ${z})::date::timestamp, interval '1 day') AS d(d)
+    ),
+    fast AS MATERIALIZED (
+      SELECT local_date, (t0 AT TIME ZONE 'UTC')::date AS d0, ${quarterOf('t0')} AS s FROM dates
+      WHERE t0 >= ${iso(from)}::timestamptz AND t1 <= ${iso(to)}::timestamptz
+        AND extract(epoch FROM t1) - extract(epoch FROM t0) = 86400 AND extract(epoch FROM t0)::bigint % 900 = 0
+        AND (t0 AT TIME ZONE ${z})::date = local_date AND ((t0 - interval '1 microsecond') AT TIME ZONE ${z})::date < local_date
+        AND ((t1 - interval '1 microsecond') AT TIME ZONE ${z})::date = local_date AND (t1 AT TIME ZONE ${z})::date > local_date
+    ),
+    masks AS (
+      SELECT day, local_date, bit_or(set_bit(${NO_QUARTERS}, bit, 1)) AS mask FROM grid
+      WHERE whole AND local_date NOT IN (SELECT local_date FROM fast) GROUP BY 1, 2
+    ),
     raw AS MATERIALIZED (
       SELECT e.user_id, e.type, (e.created_at AT TIME ZONE ${z})::date AS local_date
       FROM (${ranges(edges)} UNION ALL SELECT q, q + interval '15 minutes' FROM grid WHERE NOT whole) r
-      JOIN activity_events e ON e.guild_id = ${q.guildId} AND e.created_at >= r.lo AND e.created_at < r.hi
+      JOIN activity_events e ON e.guild_id = ${g} AND e.created_at >= r.lo AND e.created_at < r.hi
     ),
     counts AS (
-      SELECT g.local_date, ${sums} FROM grid g
-      JOIN activity_guild_quarters c ON c.guild_id = ${q.guildId} AND c.quarter = g.q
-      WHERE g.whole AND c.quarter >= ${iso(from)}::timestamptz AND c.quarter < ${iso(to)}::timestamptz
+      SELECT (c.quarter AT TIME ZONE ${z})::date AS local_date, ${sums} FROM activity_guild_quarters c
+      WHERE c.guild_id = ${g} AND c.quarter >= ${iso(from)}::timestamptz AND c.quarter < ${iso(to)}::timestamptz
+        AND (c.quarter AT TIME ZONE ${z})::date = ((c.quarter + interval '15 minutes' - interval '1 microsecond') AT TIME ZONE ${z})::date
       GROUP BY 1
       UNION ALL
       SELECT local_date, ${rawCounts} FROM raw GROUP BY 1
     ),
-    members AS MATERIALIZED (
-      SELECT m.local_date, d.user_id FROM masks m
-      JOIN activity_daily d ON d.guild_id = ${q.guildId} AND d.day = m.day
-      WHERE d.day >= ${iso(from).slice(0, 10)}::date AND d.day <= ${iso(Math.max(from, to - QUARTER)).slice(0, 10)}::date
-        AND (d.quarter_mask & m.mask) <> ${NO_QUARTERS}
-      UNION
-      SELECT local_date, user_id FROM raw
-    )
-    SELECT to_char(d.d, 'YYYY-MM-DD') AS date, ${totals}, coalesce(mm.members, 0)::int AS members,
-      (SELECT count(*) FROM (SELECT DISTINCT user_id FROM members) u)::int AS total_members
-    FROM generate_series((${iso(q.since)}::timestamptz AT TIME ZONE ${z})::date,
-      ((${iso(q.until)}::timestamptz - interval '1 millisecond') AT TIME ZONE ${z})::date, interval '1 day') AS d(d)
-    LEFT JOIN (SELECT local_date, ${regroup} FROM counts GROUP BY 1) c ON c.local_date = d.d::date
-    LEFT JOIN (SELECT local_date, count(*) AS members FROM members GROUP BY 1) mm ON mm.local_date = d.d::date
-    ORDER BY d.d`.execute(trx))
+    slow_members AS (
+      SELECT local_date, count(*) AS members FROM (
+        SELECT m.local_date, d.user_id FROM masks m
+        CROSS JOIN LATERAL (SELECT user_id FROM activity_daily d WHERE d.guild_id = ${g} AND d.day = m.day AND (d.quarter_mask & m.mask) <> ${NO_QUARTERS} OFFSET 0) d
+        UNION
+        SELECT local_date, user_id FROM raw
+      ) u GROUP BY 1
+    ),
+    fast_members AS (
+      SELECT f.local_date,
+        coalesce(sum(e.last_count) FILTER (WHERE e.day = f.d0 AND e.quarter >= f.s), 0)
+        + coalesce(sum(e.first_count) FILTER (WHERE e.day = f.d0 + 1 AND e.quarter < f.s), 0)
+        - coalesce(sum(e.straddle_count) FILTER (WHERE e.day = f.d0 + 1 AND e.quarter <= f.s), 0) AS members
+      FROM fast f JOIN activity_day_edges e ON e.guild_id = ${g} AND e.day >= f.d0 AND e.day <= f.d0 + 1
+      GROUP BY 1
+    ),
+    window_days AS (SELECT day, bit_or(set_bit(${NO_QUARTERS}, bit, 1)) AS mask, count(*) = 96 AS is_full FROM grid GROUP BY 1)
+    SELECT to_char(d.local_date, 'YYYY-MM-DD') AS date, ${totals}, coalesce(fm.members, sm.members, 0)::int AS members,
+      (CASE WHEN (SELECT last_event_at < ${iso(q.until)}::timestamptz FROM activity_guilds WHERE guild_id = ${g})
+        THEN (SELECT count(*) FROM activity_users u WHERE u.guild_id = ${g} AND u.last_seen_at >= ${iso(q.since)}::timestamptz)
+        ELSE (SELECT count(*) FROM (
+          SELECT d.user_id FROM window_days w
+          CROSS JOIN LATERAL (SELECT user_id FROM activity_daily d WHERE d.guild_id = ${g} AND d.day = w.day AND (w.is_full OR (d.quarter_mask & w.mask) <> ${NO_QUARTERS}) OFFSET 0) d
+          UNION
+          SELECT user_id FROM raw) u)
+      END)::int AS total_members
+    FROM dates d
+    LEFT JOIN (SELECT local_date, ${regroup} FROM counts GROUP BY 1) c ON c.local_date = d.local_date
+    LEFT JOIN fast_members fm ON fm.local_date = d.local_date
+    LEFT JOIN slow_members sm ON sm.local_date = d.local_date
+    ORDER BY d.local_date`.execute(trx))
   const days = rows.map((r) => {
     const day = { date: r.date, events: 0, members: r.members } as OverviewDay
     for (const [type] of TYPE_COLUMNS) {

@@ -4,7 +4,7 @@ import { openPostgres } from './postgres.ts'
 import { openEmbedded } from './embedded.ts'
 
 export type { DatabaseHandle, DatabaseOptions } from './handle.ts'
-export { migrateToLatest } from './migrate.ts'
+export { migrateDatabase, migrateToLatest } from './migrate.ts'
 export { PGLITE_SHARED_BUFFERS_MB } from './embedded.ts'
 
 // Dates stay 'YYYY-MM-DD' strings; int8 counts become numbers (they stay far below 2^53 here).

@@ -186,6 +186,17 @@ export interface ActivityGuildQuarterTable {
   leave_count: number
 }
 
+// Per guild, UTC day and quarter hour: the members whose first and last event of the day fall in it, and the
+// difference array of members spanning midnight (migration 024).
+export interface ActivityDayEdgeTable {
+  guild_id: string
+  day: Date
+  quarter: number
+  first_count: number
+  last_count: number
+  straddle_count: number
+}
+
 // Per guild member: all-time counts and the username of their latest event.
 export interface ActivityUserTable {
   guild_id: string
@@ -247,6 +258,7 @@ export interface Database {
   activity_channel_quarters: ActivityChannelQuarterTable
   activity_guilds: ActivityGuildTable
   activity_guild_quarters: ActivityGuildQuarterTable
+  activity_day_edges: ActivityDayEdgeTable
 }
 
 export type { Generated }

@@ -22,6 +22,7 @@ import * as placemarkBoxIndexOnly from './020_placemark_box_index_only.ts'
 import * as activityOverview from './021_activity_overview.ts'
 import * as placemarkTimes from './022_placemark_times.ts'
 import * as datasetIcons from './023_dataset_icons.ts'
+import * as activityDayEdges from './024_activity_day_edges.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -47,5 +48,6 @@ export const migrations: Record<string, Migration> = {
   '020_placemark_box_index_only': placemarkBoxIndexOnly,
   '021_activity_overview': activityOverview,
   '022_placemark_times': placemarkTimes,
-  '023_dataset_icons': datasetIcons
+  '023_dataset_icons': datasetIcons,
+  '024_activity_day_edges': activityDayEdges
 }

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance } from 'fastify'
 import type { Kysely } from 'kysely'
-import { migrateToLatest, openDatabase, type DatabaseHandle } from '../../db/index.ts'
+import { migrateDatabase, openDatabase, type DatabaseHandle } from '../../db/index.ts'
 import { EmbeddedDatabaseInUse } from '../../db/embedded-lock.ts'
 import type { Database } from '../../db/types.ts'
 import { datasetAndActivityPresent, seedSampleIfEmpty } from '../../db/sample/seed.ts'
@@ -91,7 +91,7 @@ export default fp(async function db (app: FastifyInstance, opts: DbPluginOptions
     }).catch(stepFailed)
     if (!opts.handle) app.addHook('onClose', async () => { await handle.close() })
     step = 'migrating'
-    const applied = await migrateToLatest(handle.db).catch(stepFailed)
+    const applied = await migrateDatabase(handle).catch(stepFailed)
     if (applied.length) app.log.info({ migrations: applied }, 'database migrated')
     const seeded: StartingData['seeded'] = {}
     if (config.SEED_SAMPLE_DATA && handle.kind === 'pglite') {
