@@ -3,7 +3,7 @@ import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
 import { intersectsBox, splitBox, type Box, type Geometry } from '../lib/geo/box.ts'
 import type { ExportFolder, ExportPlacemark, ExportStyle } from '../lib/kml/writer.ts'
-import { searchCondition, searchWords } from './placemarks.ts'
+import { placemarkFilterConditions } from './ogc.ts'
 
 type Db = Kysely<Database>
 
@@ -14,6 +14,8 @@ export interface ExportFilter {
   q?: string
   // Placemarks whose geometry intersects the box (minLon > maxLon: across the antimeridian).
   box?: Box
+  // Placemarks whose KML time intersects [from, to] (ISO instants; either end open), as the OGC items and tiles mean it.
+  datetime?: { from: string | null; to: string | null }
 }
 
 /** The dataset changed while an export was being read: its rows would mix two versions. */
@@ -97,10 +99,7 @@ const isoOrNull = (value: Date | string | null) => (value === null ? null : new 
 
 /** The placemarks the filter keeps, in batches in id order (the box: index candidates, then the exact test). */
 export async function * exportPlacemarks (db: Db, version: number, filter: ExportFilter = {}, batch = EXPORT_BATCH): AsyncGenerator<ExportPlacemark[]> {
-  const conditions: RawBuilder<unknown>[] = []
-  if (filter.folder !== undefined) conditions.push(sql`p.folder_path @> ARRAY[${filter.folder}]::text[]`)
-  const words = searchWords(filter.q)
-  if (words.length) conditions.push(searchCondition(words))
+  const conditions: RawBuilder<unknown>[] = placemarkFilterConditions(filter)
   if (filter.box !== undefined) {
     const overlap = splitBox(filter.box).map((b) => sql`p.bbox && ${`(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`}::box`)
     conditions.push(sql`(${sql.join(overlap, sql` OR `)})`)

@@ -39,7 +39,8 @@ t.test('every error example of a route is an answer that route really gives', as
       [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring/bbox must be four numbers: minlon,minlat,maxlon,maxlat`, { request: { url: `/api/v1/export.${ext}?bbox=1,2,3` } }],
       [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring/bbox minlat must be <= maxlat`, { request: { url: `/api/v1/export.${ext}?bbox=0,10,1,5` } }],
       [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring/folder must NOT have fewer than 1 characters`, { request: { url: `/api/v1/export.${ext}?folder=` } }],
-      [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring: unknown parameter 'page'`, { request: { url: `/api/v1/export.${ext}?page=2` } }]
+      [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring: unknown parameter 'page'`, { request: { url: `/api/v1/export.${ext}?page=2` } }],
+      [`export${ext === 'kml' ? 'Kml' : 'Kmz'} 400 querystring/datetime must be an RFC 3339 date-time or date, or an interval start/end with .. for an open end`, { request: { url: `/api/v1/export.${ext}?datetime=yesterday` } }]
     ])),
     'getVectorTile 400 params/z must be <= 22': { request: { url: '/api/v1/tiles/23/0/0.mvt' } },
     'getVectorTile 400 params/x must be a whole number in plain decimal digits (no sign, leading zero, point, exponent or hex)': { request: { url: '/api/v1/tiles/1/01/0.mvt' } },

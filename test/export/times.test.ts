@@ -46,6 +46,17 @@ t.test('KML times survive export and import as the elements they came in, at the
   await sameDataset(t, await importText(t, res.body), original, 'times')
   const found = await app.inject('/api/v1/export.kml?q=TROPICANA')
   t.same((found.body.match(/<name>[^<]*<\/name>/g) ?? []).filter((n) => n !== '<name>export.kml</name>'), ['<name>instant at the Tropicana</name>', '<name>a day</name>'])
+  // datetime narrows it as it narrows the OGC items (and the map's tiles): what the map shows at a time is what it exports.
+  const placemarkNames = (kml: string) => [...kml.matchAll(/<Placemark\b[^>]*>\s*<name>([^<]*)<\/name>/g)].map((m) => m[1])
+  for (const datetime of ['2017-10-01', '1997', '2018-01-01T00:00:00Z/..', '../1997-03-15', '2017-10-02T05:09:48Z']) {
+    const kml = await app.inject(`/api/v1/export.kml?datetime=${encodeURIComponent(datetime)}`)
+    const items = (await app.inject(`/ogc/collections/placemarks/items?datetime=${encodeURIComponent(datetime)}&limit=1000`)).json() as { features: { properties: { name: string } }[] }
+    t.same(placemarkNames(kml.body), items.features.map((f) => f.properties.name), `datetime=${datetime}: as the OGC items`)
+  }
+  t.ok(placemarkNames((await app.inject('/api/v1/export.kml?datetime=2017-10-01')).body).length > 0, 'a date with placemarks')
+  t.same((await app.inject('/api/v1/export.kml?datetime=yesterday')).json(), {
+    error: 'Bad Request', message: 'querystring/datetime must be an RFC 3339 date-time or date, or an interval start/end with .. for an open end'
+  }, 'a malformed datetime: 400 with the rule')
 
   // A dataset stored before the written forms were kept: the instants, as a TimeStamp or a TimeSpan.
   await sql`UPDATE placemarks SET kml_time = NULL`.execute(original.db)

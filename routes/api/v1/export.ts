@@ -9,6 +9,7 @@ import { exportFolders, exportHeader, exportIcons, exportPlacemarks, exportStyle
 import { writeKml } from '../../../lib/kml/writer.ts'
 import { HttpError } from '../../../lib/errors.ts'
 import type { Box } from '../../../lib/geo/box.ts'
+import { parseDatetime } from '../../ogc/index.ts'
 
 export const KML_TYPE = 'application/vnd.google-earth.kml+xml'
 export const KMZ_TYPE = 'application/vnd.google-earth.kmz'
@@ -20,6 +21,11 @@ const ExportQuery = Type.Object({
     maxLength: 200,
     description: 'Only placemarks whose geometry intersects the box `minlon,minlat,maxlon,maxlat` (degrees, WGS 84), as /api/v1/spatial/bbox means it; minlon > maxlon crosses the antimeridian',
     examples: ['-115.18,36.09,-115.16,36.11']
+  })),
+  datetime: Type.Optional(Type.String({
+    maxLength: 100,
+    description: 'Only placemarks whose KML time intersects this (as on the OGC items and the tiles): an instant or a date (year, year-month, date or RFC 3339 date-time: the period it names), or an interval `start/end` with `..` for an open end',
+    examples: ['2017-10-01T22:00:00Z/2017-10-02T02:00:00Z', '2017-10-01']
   }))
 }, { additionalProperties: false })
 type ExportQueryT = Static<typeof ExportQuery>
@@ -48,7 +54,8 @@ const exportHeaders = (extension: string): Headers => ({
 })
 
 const badQuery = fail(400, 'A bbox that is not four numbers in range with minlat <= maxlat, an empty or over-long folder, or an unknown parameter',
-  BBOX_FORM, 'querystring/bbox minlat must be <= maxlat', 'querystring/folder must NOT have fewer than 1 characters', "querystring: unknown parameter 'page'")
+  BBOX_FORM, 'querystring/bbox minlat must be <= maxlat', 'querystring/folder must NOT have fewer than 1 characters', "querystring: unknown parameter 'page'",
+  'querystring/datetime must be an RFC 3339 date-time or date, or an interval start/end with .. for an open end')
 
 function schema (extension: 'kml' | 'kmz', type: string, description: string) {
   return {
@@ -72,15 +79,15 @@ function schema (extension: 'kml' | 'kmz', type: string, description: string) {
 const COMMON = 'Every placemark in id order inside its folders (nested as imported), every shared Style and StyleMap as stored, ' +
   'each placemark\'s name, description, style, ExtendedData, media links (`gx_media_links`) and coordinates as read. ' +
   'Importing the export again gives the same placemarks field for field (ids restart at 1; `created_at` is the new import\'s). ' +
-  '`folder`, `q` and `bbox` narrow it to the placemarks the list and the box query would give (and only the folders around them). ' +
+  '`folder`, `q`, `bbox` and `datetime` narrow it to the placemarks the list, the box query and the OGC items would give (and only the folders around them). ' +
   'Streamed as it is read, not cached; an import landing during a download cuts it off rather than mix two datasets.'
 
 const KMZ_ICONS = 'Beside `doc.kml`, the images the imported KMZ held (its icons, `images/icon-1.png`), at the paths its styles point to.'
 
 const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   async function start (query: ExportQueryT, request: FastifyRequest, reply: FastifyReply, extension: 'kml' | 'kmz'): Promise<Readable | null> {
-    const { folder, bbox, q } = query
-    const filter: ExportFilter = { folder, q, box: bbox === undefined ? undefined : parseBbox(bbox) }
+    const { folder, bbox, q, datetime } = query
+    const filter: ExportFilter = { folder, q, box: bbox === undefined ? undefined : parseBbox(bbox), datetime: datetime === undefined ? undefined : parseDatetime(datetime) }
     const { version, source, importedAt } = await exportHeader(app.db)
     const etag = `W/"${version}"`
     reply.header('etag', etag).header('cache-control', CACHE_CONTROL)
@@ -100,7 +107,7 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       styles: exportStyles(db, version),
       folders: exportFolders(db, version),
       placemarks: exportPlacemarks(db, version, filter),
-      emptyFolders: folder === undefined && bbox === undefined
+      emptyFolders: folder === undefined && bbox === undefined && q === undefined && datetime === undefined
     })
     const kml = Readable.from((async function * () {
       for await (const chunk of chunks) yield Buffer.from(chunk)
