@@ -4,9 +4,11 @@
  * filter the tiles themselves (the tile URL's `folder`, `q` and `datetime`, read from the TileJSON)
  * and mean the dataset, not the view: the page says how many placemarks match in all (the OGC items'
  * numberMatched) and moves to them. The address holds the view. Runs under a strict
- * Content-Security-Policy: no inline script or style, MapLibre's worker a module of this server.
+ * Content-Security-Policy: no inline script or style, MapLibre's worker a module of this server, images
+ * and connections to this origin (and the base map's) only: a KML icon is fetched from this server's
+ * `/api/v1/icons/` or not at all.
  */
-import { CLUSTER_LAYER, FILL_LAYER, LINE_LAYER, PICKABLE, POINT_LAYER, SOURCE, baseTiles, mapStyle } from './style.js'
+import { CLUSTER_LAYER, FILL_LAYER, ICON_LAYER, ICON_PX, LINE_LAYER, PICKABLE, POINT_LAYER, SOURCE, baseTiles, iconUrl, mapStyle, multiply, parseIconId, pointFilters } from './style.js'
 import { filterParams, readView, writeView } from './view.js'
 import { TimeBar, timeFormats } from './timebar.js'
 import { configurePurifier, popupContent, sanitize } from './popup.js'
@@ -73,7 +75,6 @@ const plural = (/** @type {number} */ n, /** @type {string} */ word) => `${n.toL
 function exportLinks (filters, bbox) {
   const params = filterParams(filters)
   const kml = new URLSearchParams(params)
-  kml.delete('datetime') // the export's filters are folder, q and bbox
   if (bbox) {
     params.set('bbox', bbox)
     kml.set('bbox', bbox)
@@ -149,6 +150,69 @@ function firstPosition (geometry) {
  */
 const tileTemplate = (tileJson) => location.origin + tileJson.tiles[0].replace(/^https?:\/\/[^/]+/i, '')
 
+/**
+ * The points' KML icons (style.js): MapLibre asks for an icon's image when a tile first draws it, and
+ * waits for it. The image comes from this server (`/api/v1/icons/<its path in the KMZ>`, through
+ * map.loadImage: a fetch and createImageBitmap, which the page's policy allows), once per href, and is
+ * added multiplied by the IconStyle colour, at most ICON_PX CSS pixels on its longer side. An href that is not a plain
+ * relative path, or whose image does not load (not in the dataset, not an image), leaves its points to
+ * the circle layer: no error, only the browser's own note of a failed request in its console.
+ * @param {MapLibreMap} map
+ */
+function kmlIcons (map) {
+  /** @type {Map<string, Promise<HTMLImageElement | ImageBitmap | null>>} */
+  const images = new Map()
+  /** @type {Set<string>} */
+  const failed = new Set()
+
+  /** @param {string} href */
+  function load (href) {
+    let image = images.get(href)
+    if (!image) {
+      const url = iconUrl(href)
+      image = url ? map.loadImage(url).then((response) => response.data ?? null, () => null) : Promise.resolve(null)
+      images.set(href, image)
+    }
+    return image
+  }
+
+  /**
+   * The image as MapLibre takes it: as it is, or its pixels multiplied by the IconStyle colour.
+   * @param {HTMLImageElement | ImageBitmap} image
+   * @param {string} colour
+   */
+  function tinted (image, colour) {
+    const canvas = document.createElement('canvas')
+    canvas.width = image.width
+    canvas.height = image.height
+    const context = canvas.getContext('2d', { willReadFrequently: true })
+    if (!context) return image
+    context.drawImage(image, 0, 0)
+    const pixels = context.getImageData(0, 0, image.width, image.height)
+    return multiply(pixels.data, colour) ? pixels : image
+  }
+
+  map.setMissingStyleImageResolver(async (id) => {
+    const icon = parseIconId(id)
+    if (!icon) return
+    const image = await load(icon.href)
+    if (map.hasImage(id)) return
+    if (image && image.width > 0 && image.height > 0) {
+      const pixelRatio = Math.max(1, Math.max(image.width, image.height) / ICON_PX)
+      map.addImage(id, /^#ffffffff$/i.test(icon.colour) ? image : tinted(image, icon.colour), { pixelRatio })
+      return
+    }
+    // A transparent pixel answers this tile (MapLibre would warn of an image never added), and the
+    // points of this href move to the circle layer.
+    map.addImage(id, { width: 1, height: 1, data: new Uint8Array(4) })
+    if (failed.has(icon.href)) return
+    failed.add(icon.href)
+    const filters = pointFilters([...failed])
+    map.setFilter(ICON_LAYER, filters.icons)
+    map.setFilter(POINT_LAYER, filters.circles)
+  })
+}
+
 async function start () {
   if (!hasWebGl2()) return noWebGl()
   setStatus('loading', 'Loading the map…')
@@ -208,6 +272,7 @@ async function start () {
   map.addControl(new maplibregl.ScaleControl({}), 'bottom-left')
   map.touchZoomRotate.disableRotation()
   map.keyboard.disableRotation()
+  kmlIcons(map)
   dark.addEventListener('change', () => map.setPaintProperty('background', 'background-color', dark.matches ? '#1b2129' : '#eef1f4'))
 
   const timeBar = new TimeBar({
@@ -377,7 +442,7 @@ async function start () {
   }
 
   map.on('click', CLUSTER_LAYER, (e) => { if (e.features?.[0]) zoomInto(e.features[0]) })
-  for (const layer of [POINT_LAYER, LINE_LAYER, FILL_LAYER]) {
+  for (const layer of [ICON_LAYER, POINT_LAYER, LINE_LAYER, FILL_LAYER]) {
     map.on('click', layer, (e) => {
       const feature = e.features?.[0]
       if (!feature || feature.properties.point_count !== undefined) return

@@ -1,8 +1,17 @@
 /*
  * The map's MapLibre style: the base map (raster tiles from MAP_TILE_URL, when set) under the placemarks'
- * vector tiles, drawn with their KML styles: a point's icon colour, a line's colour and width, a
- * polygon's fill and outline. A cluster is a circle of the colour most of its points share, its count
- * written on it. A placemark whose style says nothing takes the page's default colour.
+ * vector tiles, drawn with their KML styles: a point's icon (an image of the imported KMZ) or else a
+ * circle of its icon colour, a line's colour and width, a polygon's fill and outline. A cluster is a
+ * circle of the colour most of its points share, its count written on it. A placemark whose style says
+ * nothing takes the page's default colour.
+ *
+ * Icons: a point whose `icon` attribute is a plain relative href (`images/icon-1.png`, an image the KMZ
+ * held, served at `/api/v1/icons/images/icon-1.png`) is drawn by the symbol layer `icons`, its image
+ * named `kml-icon <color> <href>` and loaded by the page when a tile first needs it (map.js). An absolute
+ * href (`https://…`, `root://…`: another origin, which the page's policy does not let it fetch) or none
+ * leaves the point to the circle layer `points`, as does an icon that fails to load (`pointFilters`).
+ * As in KML, the IconStyle colour multiplies the image's pixels (`multiply`); white, or no colour, draws
+ * the image as it is.
  */
 
 /** @typedef {import('maplibre-gl').StyleSpecification} StyleSpecification */
@@ -16,10 +25,11 @@ export const SOURCE_LAYER = 'placemarks'
 export const CLUSTER_LAYER = 'clusters'
 export const COUNT_LAYER = 'cluster-counts'
 export const POINT_LAYER = 'points'
+export const ICON_LAYER = 'icons'
 export const LINE_LAYER = 'lines'
 export const FILL_LAYER = 'polygons'
 export const OUTLINE_LAYER = 'polygon-outlines'
-export const PICKABLE = [CLUSTER_LAYER, POINT_LAYER, LINE_LAYER, FILL_LAYER]
+export const PICKABLE = [CLUSTER_LAYER, ICON_LAYER, POINT_LAYER, LINE_LAYER, FILL_LAYER]
 
 /** @typedef {{ dark: boolean }} Scheme */
 
@@ -31,6 +41,78 @@ const DEFAULT_FILL = '#2e8b5766'
 const colour = (/** @type {string} */ attribute, /** @type {string} */ fallback) => /** @type {Expression} */ (['to-color', ['get', attribute], fallback])
 
 const isCluster = /** @type {Expression} */ (['has', 'point_count'])
+
+// --- KML icons.
+
+/** The prefix of an icon image's name: `kml-icon #rrggbbaa images/icon-1.png`. */
+export const ICON_PREFIX = 'kml-icon '
+const WHITE = '#ffffffff'
+// An icon is drawn this many CSS pixels on its longer side at most (Google Earth's size at scale 1); a smaller image as it is.
+export const ICON_PX = 32
+
+const href = /** @type {Expression} */ (['coalesce', ['get', 'icon'], ''])
+/** Whether a feature's icon may be one of the dataset's own images: a relative href (no scheme, no leading `/`, no backslash). */
+const ownIcon = /** @type {Expression} */ (['all',
+  ['!=', href, ''],
+  ['==', ['index-of', ':', href], -1],
+  ['!=', ['index-of', '/', href], 0],
+  ['==', ['index-of', '\\', href], -1]
+])
+
+/**
+ * The filters of the lone points' two layers: the icon layer draws the points with an icon of their own,
+ * the circle layer every other (no icon, an external one, or one of `failed`, the hrefs that did not load).
+ * @param {string[]} failed
+ * @returns {{ icons: Expression, circles: Expression }}
+ */
+export function pointFilters (failed) {
+  const point = /** @type {Expression} */ (['all', ['==', ['geometry-type'], 'Point'], ['!', isCluster]])
+  const isFailed = /** @type {Expression} */ (['in', href, ['literal', failed]])
+  return {
+    icons: ['all', point, ownIcon, ['!', isFailed]],
+    circles: ['all', point, ['any', ['!', ownIcon], isFailed]]
+  }
+}
+
+/**
+ * An icon image's name taken apart: the IconStyle colour (CSS `#rrggbbaa`) and the href; null for another image.
+ * @param {string} id
+ * @returns {{ colour: string, href: string } | null}
+ */
+export function parseIconId (id) {
+  if (!id.startsWith(ICON_PREFIX)) return null
+  const rest = id.slice(ICON_PREFIX.length)
+  const space = rest.indexOf(' ')
+  return space === -1 ? null : { colour: rest.slice(0, space), href: rest.slice(space + 1) }
+}
+
+/**
+ * Where this server serves an icon's image (routes/api/v1/icons.ts: its path in the KMZ under
+ * `/api/v1/icons/`), or null for an href that is not a plain relative path the route would take.
+ * @param {string} iconHref
+ * @returns {string | null}
+ */
+export function iconUrl (iconHref) {
+  // eslint-disable-next-line no-control-regex
+  if (iconHref.length === 0 || iconHref.length > 255 || /[\\:\u0000-\u001f\u007f]/.test(iconHref) || iconHref.startsWith('/')) return null
+  const segments = iconHref.split('/')
+  if (segments.some((s) => s === '' || s === '.' || s === '..')) return null
+  return `/api/v1/icons/${segments.map(encodeURIComponent).join('/')}`
+}
+
+/**
+ * KML's IconStyle colour on an icon: each channel of each pixel (RGBA, not premultiplied) multiplied by
+ * the colour's, as Google Earth draws it. Returns false, leaving the pixels alone, for white or a colour
+ * that is not `#rrggbbaa`.
+ * @param {Uint8ClampedArray} pixels
+ * @param {string} colour
+ */
+export function multiply (pixels, colour) {
+  if (!/^#[0-9a-f]{8}$/i.test(colour) || colour.toLowerCase() === WHITE) return false
+  const factors = [1, 3, 5, 7].map((i) => parseInt(colour.slice(i, i + 2), 16) / 255)
+  for (let i = 0; i < pixels.length; i++) pixels[i] = pixels[i] * factors[i % 4]
+  return true
+}
 
 /**
  * The tile URL template of a raster base map as MapLibre reads it: Leaflet's `{s}` subdomains spelled out.
@@ -47,6 +129,7 @@ export function baseTiles (template) {
  */
 export function mapStyle ({ tiles, baseTiles, attribution, scheme }) {
   const halo = scheme.dark ? '#10151b' : '#ffffff'
+  const filters = pointFilters([])
   /** @type {StyleSpecification['sources']} */
   const sources = {
     [SOURCE]: { type: 'vector', tiles: [tiles], minzoom: 0, maxzoom: 22 }
@@ -89,12 +172,26 @@ export function mapStyle ({ tiles, baseTiles, attribution, scheme }) {
       type: 'circle',
       source: SOURCE,
       'source-layer': SOURCE_LAYER,
-      filter: ['all', ['==', ['geometry-type'], 'Point'], ['!', isCluster]],
+      filter: filters.circles,
       paint: {
         'circle-radius': ['interpolate', ['linear'], ['zoom'], 2, 4, 14, 7],
         'circle-color': colour('color', DEFAULT_POINT),
         'circle-stroke-width': 1.5,
         'circle-stroke-color': halo
+      }
+    },
+    {
+      id: ICON_LAYER,
+      type: 'symbol',
+      source: SOURCE,
+      'source-layer': SOURCE_LAYER,
+      filter: filters.icons,
+      layout: {
+        'icon-image': ['concat', ICON_PREFIX, ['coalesce', ['get', 'color'], WHITE], ' ', href],
+        'icon-size': ['interpolate', ['linear'], ['zoom'], 2, 0.6, 12, 1],
+        // Every point drawn, as its circle would be: none hides another.
+        'icon-allow-overlap': true,
+        'icon-ignore-placement': true
       }
     },
     {

@@ -4,6 +4,8 @@
  * clusters and points it draws add up to the dataset; the folder filter, the search and the time bar
  * count what the API counts; the address reopens the view; popups open from the keyboard; without WebGL
  * the page says so and links the data; axe finds nothing serious; the base map comes from MAP_TILE_URL.
+ * On the project's own KMZ (examples/field-notes.kmz) the points are drawn with their KML icons, read
+ * from /api/v1/icons/; an external icon, or one that does not load, leaves its points as circles.
  */
 import t, { type Test } from 'tap'
 import { mkdirSync } from 'node:fs'
@@ -13,7 +15,7 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core'
 import type { FastifyInstance } from 'fastify'
-import { buildApp, openTestDatabase, projectRoot, testConfig } from '../helper.ts'
+import { buildApp, importFieldNotes, openTestDatabase, projectRoot, testConfig } from '../helper.ts'
 import { axeFindings, launchBrowser } from '../support/browser.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
 import { mulberry32 } from '../../scripts/generate-kml.ts'
@@ -28,12 +30,14 @@ const PLACES: [string, number, number, number][] = [['Strip', -115.17, 36.11, 0.
 const POINTS = 6000
 const WELCOME = 'Welcome sign with a photo'
 const DAY0 = Date.UTC(2017, 9, 1)
+// Google Earth's own icon, on another origin: the page never fetches it (its policy would refuse) and draws a circle.
+const EXTERNAL_ICON = 'http://maps.google.com/mapfiles/kml/paddle/red-circle.png'
 
 /** The dataset: styled points in four folders, half with a KML time over three days, styled lines and polygons, one HTML description. */
 function datasetKml (): string {
   const rand = mulberry32(49)
   let kml = '<?xml version="1.0" encoding="UTF-8"?>\n<kml xmlns="http://www.opengis.net/kml/2.2"><Document>\n'
-  kml += '<Style id="red"><IconStyle><color>ff2020d0</color></IconStyle></Style>\n'
+  kml += `<Style id="red"><IconStyle><color>ff2020d0</color><Icon><href>${EXTERNAL_ICON}</href></Icon></IconStyle></Style>\n`
   kml += '<Style id="blue-normal"><IconStyle><color>ffd06020</color></IconStyle><LineStyle><color>ff00a000</color><width>4</width></LineStyle><PolyStyle><color>8000c0ff</color></PolyStyle></Style>\n'
   kml += '<Style id="blue-highlight"><IconStyle><color>ffffffff</color></IconStyle></Style>\n'
   kml += '<StyleMap id="blue"><Pair><key>normal</key><styleUrl>#blue-normal</styleUrl></Pair><Pair><key>highlight</key><styleUrl>#blue-highlight</styleUrl></Pair></StyleMap>\n'
@@ -63,8 +67,8 @@ const handle: DatabaseHandle = await openTestDatabase(t)
 // Imported in Las Vegas's zone: the page shows its times there (its TimeStamps are UTC instants).
 await importPlacemarks(handle, Readable.from([datasetKml()]), { timeZone: 'America/Los_Angeles', source: 'map.kml' })
 
-async function startApp (t: Test, overrides: Partial<Config> = {}): Promise<{ app: FastifyInstance; base: string }> {
-  const app = await buildApp({ config: testConfig({ RATE_LIMIT_MAX: 1_000_000, ...overrides }), db: handle, logger: false })
+async function startApp (t: Test, overrides: Partial<Config> = {}, db: DatabaseHandle = handle): Promise<{ app: FastifyInstance; base: string }> {
+  const app = await buildApp({ config: testConfig({ RATE_LIMIT_MAX: 1_000_000, ...overrides }), db, logger: false })
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   await app.boxIndex.idle()
@@ -209,9 +213,11 @@ t.test('folder, search and time filter the tiles and count the dataset, and the 
   t.match(await page.locator('#time-value time').first().getAttribute('title'), /^2017-10-0\d \d\d:\d\d:\d\d UTC$/, 'the UTC instant on hover')
   const links = { geojson: await page.locator('#export-geojson').getAttribute('href'), kml: await page.locator('#export-kml').getAttribute('href') }
   t.match(links.geojson, /^\/ogc\/collections\/placemarks\/items\?folder=Downtown&q=BEACON&datetime=[^&]+&bbox=[-\d.,%C]+&limit=10000$/, 'the GeoJSON export: these filters and this view')
-  t.match(links.kml, /^\/api\/v1\/export\.kml\?folder=Downtown&q=BEACON&bbox=/, 'the KML export: folder, words and view')
+  t.match(links.kml, /^\/api\/v1\/export\.kml\?folder=Downtown&q=BEACON&datetime=[^&]+&bbox=/, 'the KML export: folder, words, period and view')
   const exported = await api(links.geojson!)
   t.equal(exported.numberMatched, Number(status.count), 'the export holds what is shown')
+  const kml = await page.evaluate(async (href) => (await fetch(href)).text(), links.kml!)
+  t.equal(kml.match(/<Placemark\b/g)?.length ?? 0, Number(status.count), 'the KML export too')
 
   // The address reopens the same view in a new page.
   const address = page.url()
@@ -231,8 +237,15 @@ t.test('folder, search and time filter the tiles and count the dataset, and the 
 
 t.test('popups from the keyboard, sanitised; axe; a phone in dark mode', async (t) => {
   const { page, errors } = await openPage(t, { viewport: { width: 375, height: 740 }, colorScheme: 'dark' })
+  const requested: string[] = []
+  page.on('request', (request) => { requested.push(request.url()) })
   await page.goto(`${base}/map?${new URLSearchParams({ lat: '36.082', lon: '-115.1728', z: '17', q: 'welcome sign' })}`)
   await drawn(page)
+  // Its style's icon is Google Earth's, on another origin: a circle of its colour, nothing fetched from there.
+  const drawnAs = await page.evaluate(() => Object.fromEntries(['points', 'icons'].map((layer) => [layer, (globalThis as any).placemarkMap.queryRenderedFeatures({ layers: [layer] })
+    .map((f: any) => ({ name: f.properties.name, icon: f.properties.icon, color: f.properties.color }))])))
+  t.same(drawnAs, { points: [{ name: WELCOME, icon: EXTERNAL_ICON, color: '#d02020ff' }], icons: [] }, 'an external icon: the circle in the icon colour')
+  t.same(requested.filter((url) => !url.startsWith(`${base}/`)), [], 'nothing asked of another origin')
   t.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 375), 'nothing wider than the phone')
   t.ok((await page.locator('#map').boundingBox())!.height > 250, 'the map has room')
   const item = page.locator('#visible button', { hasText: WELCOME })
@@ -300,4 +313,98 @@ t.test('with MAP_TILE_URL the page shows the base map and its attribution', asyn
   t.equal(await page.locator('.maplibregl-ctrl-attrib a[href="https://example.org/terms"]').count(), 1, 'the attribution\'s link')
   t.equal(await page.locator('.maplibregl-ctrl-attrib img').count(), 0, 'the attribution sanitised')
   t.same(errors, [], 'no console error')
+})
+
+t.test('the points of the project\'s KMZ drawn with its icons, read from /api/v1/icons/', async (t) => {
+  const notes = await openTestDatabase(t)
+  await importFieldNotes(notes)
+  const { base: notesBase } = await startApp(t, {}, notes)
+  const notesApi = async (path: string) => (await fetch(`${notesBase}${path}`, { headers: { accept: 'application/json' } })).json() as Promise<any>
+  const view = new URLSearchParams({ lat: '36.11', lon: '-115.171', z: '14' }) // the Strip's notes, at the first zoom without clusters
+  /** The ids of the Point placemarks in a box, as the API finds them. */
+  const pointsIn = async (bbox: string) => ((await notesApi(`/ogc/collections/placemarks/items?${new URLSearchParams({ bbox, geometry_type: 'Point', limit: '1000' })}`)).features as { id: number }[]).map((f) => f.id)
+
+  /** What the view draws: each lone point once, by layer, with its icon attribute. */
+  // (No named function inside page.evaluate: the TypeScript loader would wrap it in a helper the page has not.)
+  const pointsDrawn = (page: Page) => page.evaluate(() => {
+    const map = (globalThis as any).placemarkMap
+    const [icons, circles] = ['icons', 'points'].map((layer): [number, string][] => [...new Map<number, string>(map.queryRenderedFeatures({ layers: [layer] }).map((f: any) => [f.id, f.properties.icon])).entries()])
+    const b = map.getBounds()
+    return { icons, circles, bbox: [b.getWest(), b.getSouth(), b.getEast(), b.getNorth()].join(',') }
+  })
+
+  await t.test('each icon fetched once from this server and drawn as it is', async (t) => {
+    const { page, errors } = await openPage(t)
+    const requested: string[] = []
+    page.on('request', (request) => { requested.push(request.url()) })
+    await page.goto(`${notesBase}/map?${view}`)
+    await drawn(page)
+    const icons = requested.filter((url) => url.includes('/api/v1/icons/')).map((url) => url.slice(notesBase.length)).sort()
+    t.same(icons, ['/api/v1/icons/images/icon-1.png', '/api/v1/icons/images/icon-2.png', '/api/v1/icons/images/icon-3.png', '/api/v1/icons/images/icon-4.png'], 'the four icons of the KMZ, each asked for once')
+    t.same(requested.filter((url) => !url.startsWith(`${notesBase}/`)), [], 'nothing asked of another origin')
+    const shown = await pointsDrawn(page)
+    t.ok(shown.icons.length > 20, `${shown.icons.length} points drawn with their icon`)
+    t.ok(shown.icons.every(([, icon]) => /^images\/icon-[1-4]\.png$/.test(icon)), 'each with its style\'s icon')
+    t.same(shown.circles, [], 'no point left as a circle: every style of the KMZ has its icon')
+    const inView = await pointsIn(shown.bbox)
+    const drawnIds = new Set(shown.icons.map(([id]) => id))
+    t.ok(inView.length > 20 && inView.every((id) => drawnIds.has(id)), `every point of the view drawn (${inView.length}; an icon across the view's edge counts too)`)
+    t.same(await page.evaluate(() => (globalThis as any).placemarkMap.hasImage('kml-icon #ffffffff images/icon-1.png')), true, 'the image under its name: no IconStyle colour, drawn as it is')
+
+    // A point drawn as an icon opens its popup like any other.
+    const item = page.locator('#visible button', { hasText: /Strip note/ }).first()
+    const name = (await item.textContent())!.replace(/ \(.*\)$/, '')
+    await item.click()
+    const popup = page.locator('.maplibregl-popup .popup')
+    await popup.waitFor()
+    t.equal(await popup.locator('h2').textContent(), name, 'the list reaches the icons\' placemarks')
+    t.same(await axeFindings(page), [], 'axe: no serious or critical violation')
+    await page.screenshot({ path: join(artifacts, 'map-icons.png') })
+    t.same(errors, [], 'no console error')
+  })
+
+  await t.test('an icon that does not load leaves its points as circles, with no error of the page', async (t) => {
+    const { page, errors } = await openPage(t)
+    // As if the KMZ had lost an image (404) and held a broken one (not a PNG after all).
+    await page.route('**/api/v1/icons/images/icon-3.png', (route) => route.fulfill({ status: 200, contentType: 'image/png', body: 'not a png' }))
+    await page.route('**/api/v1/icons/images/icon-4.png', (route) => route.fulfill({ status: 404, contentType: 'application/json', body: '{"error":"Not Found","message":"Icon images/icon-4.png not found"}' }))
+    await page.goto(`${notesBase}/map?${view}`)
+    const status = await drawn(page)
+    t.equal(status.state, 'ready', 'the page is not in error')
+    await page.waitForFunction(() => (globalThis as any).placemarkMap.queryRenderedFeatures({ layers: ['points'] }).length > 0)
+    await idle(page)
+    const shown = await pointsDrawn(page)
+    const iconsOf = (list: [number, string][]) => [...new Set(list.map(([, icon]) => icon))].sort()
+    t.same(iconsOf(shown.icons), ['images/icon-1.png', 'images/icon-2.png'], 'the icons that loaded drawn')
+    t.same(iconsOf(shown.circles), ['images/icon-3.png', 'images/icon-4.png'], 'the others\' points as circles')
+    const iconIds = new Set(shown.icons.map(([id]) => id))
+    const circleIds = new Set(shown.circles.map(([id]) => id))
+    t.ok((await pointsIn(shown.bbox)).every((id) => iconIds.has(id) !== circleIds.has(id)), 'every point of the view drawn, once')
+    // The only console line is the browser's own note of the 404 (a page cannot silence it); none from the page.
+    t.ok(errors.every((e) => /^Failed to load resource: the server responded with a status of 404/.test(e)), `only the browser's note of the 404: ${JSON.stringify(errors)}`)
+    t.same(await axeFindings(page), [], 'axe')
+  })
+
+  await t.test('the icon helpers: the route\'s paths, KML\'s colour multiplied', async (t) => {
+    const { page, errors } = await openPage(t)
+    await page.goto(`${notesBase}/map?${view}`)
+    await drawn(page)
+    const results = await page.evaluate(async () => {
+      const style = await import('/map/assets/style.js' as string)
+      const pixels = new Uint8ClampedArray([255, 255, 255, 255, 10, 20, 30, 40])
+      const white = new Uint8ClampedArray([1, 2, 3, 4])
+      return {
+        urls: ['images/icon-1.png', 'files/my icon#2.png', 'icon.png', 'https://example.org/a.png', 'root://icons/palette-3.png', '/abs.png', '../up.png', 'a//b.png', 'a\\b.png', ''].map((h) => style.iconUrl(h)),
+        tinted: style.multiply(pixels, '#ff800080'),
+        pixels: [...pixels],
+        white: [style.multiply(white, '#FFFFFFFF'), ...white],
+        parsed: style.parseIconId('kml-icon #ff800080 files/my icon.png')
+      }
+    })
+    t.same(results.urls, ['/api/v1/icons/images/icon-1.png', '/api/v1/icons/files/my%20icon%232.png', '/api/v1/icons/icon.png', null, null, null, null, null, null, null])
+    t.same([results.tinted, results.pixels], [true, [255, 128, 0, 128, 10, 10, 0, 20]], 'each channel multiplied by the colour\'s, alpha too')
+    t.same(results.white, [false, 1, 2, 3, 4], 'white leaves the image as it is')
+    t.same(results.parsed, { colour: '#ff800080', href: 'files/my icon.png' })
+    t.same(errors, [], 'no console error')
+  })
 })
