@@ -65,7 +65,7 @@ for (const kind of dbKinds) {
       FROM activity_day_edges WHERE first_count <> 0 OR last_count <> 0 OR straddle_count <> 0 ORDER BY 1, 2, 3`.execute(handle.db)).rows
     const kept = await edges()
     t.ok(kept.length > 500 && kept.some((r) => r.straddle_count !== 0), `${kept.length} edge rows, members across midnight among them`)
-    await migrations['024_activity_day_edges']!.down(handle.db as never)
+    await migrations['024_activity_day_edges']!.down!(handle.db as never)
     await migrations['024_activity_day_edges']!.up(handle.db as never)
     t.same(kept, await edges(), 'the loads\' edges equal those filled from activity_daily')
 
