@@ -12,3 +12,12 @@ export async function datasetIcon (db: Db, name: string): Promise<DatasetIcon | 
     SELECT name, content_type, data FROM dataset_icons WHERE name = ${name}`.execute(db)
   return row && { name: row.name, contentType: row.content_type, data: Buffer.from(row.data) }
 }
+
+export interface DatasetIconEntry { name: string; contentType: string; bytes: number }
+
+/** The served dataset's images, by name (byte order). */
+export async function datasetIconList (db: Db): Promise<DatasetIconEntry[]> {
+  const { rows } = await sql<{ name: string; content_type: string; bytes: number }>`
+    SELECT name, content_type, octet_length(data) AS bytes FROM dataset_icons ORDER BY name`.execute(db)
+  return rows.map((r) => ({ name: r.name, contentType: r.content_type, bytes: r.bytes }))
+}

@@ -155,8 +155,8 @@ const tileTemplate = (tileJson) => location.origin + tileJson.tiles[0].replace(/
  * waits for it. The image comes from this server (`/api/v1/icons/<its path in the KMZ>`, through
  * map.loadImage: a fetch and createImageBitmap, which the page's policy allows), once per href, and is
  * added multiplied by the IconStyle colour, at most ICON_PX CSS pixels on its longer side. An href that is not a plain
- * relative path, or whose image does not load (not in the dataset, not an image), leaves its points to
- * the circle layer: no error, only the browser's own note of a failed request in its console.
+ * relative path or not among the dataset's images (GET /api/v1/icons: not asked for), or whose image does
+ * not load (not an image), leaves its points to the circle layer, without an error.
  * @param {MapLibreMap} map
  */
 function kmlIcons (map) {
@@ -164,13 +164,18 @@ function kmlIcons (map) {
   const images = new Map()
   /** @type {Set<string>} */
   const failed = new Set()
+  // The dataset's images (GET /api/v1/icons): an href the KMZ did not hold is not asked for.
+  /** @type {Promise<Set<string>>} */
+  const stored = fetch('/api/v1/icons')
+    .then((res) => (res.ok ? res.json() : { icons: [] }))
+    .then((/** @type {{ icons: { name: string }[] }} */ body) => new Set(body.icons.map((icon) => icon.name)), () => new Set())
 
   /** @param {string} href */
   function load (href) {
     let image = images.get(href)
     if (!image) {
       const url = iconUrl(href)
-      image = url ? map.loadImage(url).then((response) => response.data ?? null, () => null) : Promise.resolve(null)
+      image = stored.then((names) => (url && names.has(href) ? map.loadImage(url).then((response) => response.data ?? null, () => null) : null))
       images.set(href, image)
     }
     return image

@@ -63,6 +63,7 @@ const routes = {
   exportKmz: ['GET', '/api/v1/export.kmz'],
   getVectorTile: ['GET', '/api/v1/tiles/{z}/{x}/{y}.mvt'],
   getTileJson: ['GET', '/api/v1/tiles.json'],
+  listIcons: ['GET', '/api/v1/icons'],
   getIcon: ['GET', '/api/v1/icons/{*}'],
   ogcLandingPage: ['GET', '/ogc'],
   ogcConformance: ['GET', '/ogc/conformance'],

@@ -84,6 +84,8 @@ for (const kind of dbKinds) {
     source.close()
     const original = new Map(source.icons.map((i) => [i.name, i.data]))
 
+    const list = await app.inject('/api/v1/icons')
+    t.same(list.json(), { icons: [...original].map(([name, data]) => ({ name, contentType: 'image/png', bytes: data.length })), count: 4 }, 'the list: every image, by path')
     const res = await app.inject('/api/v1/icons/images/icon-2.png')
     t.equal(res.statusCode, 200)
     t.equal(res.headers['content-type'], 'image/png')
@@ -124,5 +126,6 @@ for (const kind of dbKinds) {
     await importPlacemarks(handle, Readable.from([Buffer.from(KML)]), { timeZone: 'UTC', source: 'plain.kml' })
     await app.datasetVersion.refresh()
     t.equal((await app.inject('/api/v1/icons/images/icon-2.png')).statusCode, 404, 'gone with the dataset that had it')
+    t.same((await app.inject('/api/v1/icons')).json(), { icons: [], count: 0 }, 'a KML\'s dataset lists none')
   })
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '../../../lib/typebox.ts'
-import { errors, fail } from '../../../schemas/common.ts'
-import { datasetIcon } from '../../../db/icons.ts'
+import { answer, errors, fail } from '../../../schemas/common.ts'
+import { datasetIcon, datasetIconList } from '../../../db/icons.ts'
 import { HttpError } from '../../../lib/errors.ts'
 import { isIconPath } from '../../../lib/kml/source.ts'
 
@@ -9,7 +9,32 @@ const IconParams = Type.Object({
   '*': Type.String({ maxLength: 255, description: 'The image\'s path in the KMZ, as the styles\' `href` names it', examples: ['images/icon-1.png'] })
 })
 
+const IconList = Type.Object({
+  icons: Type.Array(Type.Object({
+    name: Type.String({ description: 'The image\'s path in the KMZ: `GET /api/v1/icons/{name}` serves it', examples: ['images/icon-1.png'] }),
+    contentType: Type.String({ description: 'Its media type', examples: ['image/png'] }),
+    bytes: Type.Integer({ minimum: 0, description: 'Its size', examples: [1123] })
+  }, { additionalProperties: false })),
+  count: Type.Integer({ minimum: 0, description: 'How many', examples: [1] })
+}, { title: 'IconList', additionalProperties: false, examples: [{ icons: [{ name: 'images/icon-1.png', contentType: 'image/png', bytes: 1123 }], count: 1 }] })
+
 const icons: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/icons', {
+    config: { datasetCache: true },
+    schema: {
+      tags: ['Placemarks'],
+      operationId: 'listIcons',
+      summary: 'The images of the dataset\'s KMZ',
+      description: 'Every image the imported KMZ held beside its KML, by path (byte order): what a style\'s relative `href` can name. ' +
+        'Empty for a dataset imported from a KML. A client that draws icons asks only for these, so a style whose image the archive lacked costs no failed request. ' +
+        'Cached per dataset version (ETag, 304).',
+      response: { 200: answer(IconList, 'The images'), ...errors(429, 503) }
+    }
+  }, async () => {
+    const list = await datasetIconList(app.db)
+    return { icons: list, count: list.length }
+  })
+
   app.get('/icons/*', {
     config: { datasetCache: true },
     schema: {
