@@ -1,6 +1,8 @@
 // The pure parts of the bench at scale (`npm run bench -- --scale 1m`): sizes and their labels, the
 // boxes whose answers are compared before timing, the envelopes the PostGIS peer queries, the comparison
-// of two answers' placemark ids, percentiles and /proc's memory lines.
+// of two answers' placemark ids, percentiles, /proc's memory lines and the random tiles asked for.
+
+import { MAX_MERCATOR_LAT, mercatorX, mercatorY } from '../lib/geo/tile-grid.ts'
 
 /** A box as the API takes it: `min_lon > max_lon` crosses the antimeridian. */
 export interface BboxParams { min_lon: number; min_lat: number; max_lon: number; max_lat: number; limit: number }
@@ -89,4 +91,58 @@ export function isScaleFigure (name: string): boolean {
 /** The targets of one size: those whose name ends in `(<label>)`, e.g. `start to ready (1M)`. */
 export function targetsOfScale<T> (targets: Record<string, T>, label: string): Record<string, T> {
   return Object.fromEntries(Object.entries(targets).filter(([name]) => name.endsWith(`(${label})`)))
+}
+
+/** A vector tile's coordinates (XYZ: rows from the north). */
+export interface TileXYZ { z: number; x: number; y: number }
+
+/**
+ * The tile at zoom z that a position falls in (Web Mercator, XYZ), or null beyond Web Mercator's
+ * latitudes; the east edge (180°) and the south edge fall in the last column and row.
+ */
+export function tileOf (lon: number, lat: number, z: number): TileXYZ | null {
+  if (!(Math.abs(lat) <= MAX_MERCATOR_LAT) || !(Math.abs(lon) <= 180)) return null
+  const n = 2 ** z
+  const clamp = (v: number) => (v < 0 ? 0 : v >= n ? n - 1 : v)
+  return { z, x: clamp(Math.floor(mercatorX(lon) * n)), y: clamp(Math.floor(mercatorY(lat) * n)) }
+}
+
+/** The route of a tile. */
+export function tilePath (t: TileXYZ): string {
+  return `/api/v1/tiles/${t.z}/${t.x}/${t.y}.mvt`
+}
+
+/**
+ * The tiles the bench asks for, each once, in a random order: for every position given (a placemark of
+ * the dataset: every tile holds data), the tile it falls in at a random zoom from 0 to maxZoom, and at
+ * every zoom up to allZoomsTo (the few tiles at low zooms a random draw would seldom reach twice);
+ * `rand` decides (a seeded generator: the same positions give the same tiles in the same order).
+ */
+export function randomTiles (positions: [number, number][], rand: () => number, maxZoom = 16, allZoomsTo = 3): TileXYZ[] {
+  const tiles = new Map<string, TileXYZ>()
+  const add = (t: TileXYZ | null) => { if (t) tiles.set(`${t.z}/${t.x}/${t.y}`, t) }
+  for (const [lon, lat] of positions) {
+    add(tileOf(lon, lat, Math.floor(rand() * (maxZoom + 1))))
+    for (let z = 0; z <= Math.min(allZoomsTo, maxZoom); z++) add(tileOf(lon, lat, z))
+  }
+  const out = [...tiles.values()]
+  // Fisher–Yates: every zoom anywhere in the order.
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1))
+    const t = out[i]
+    out[i] = out[j]
+    out[j] = t
+  }
+  return out
+}
+
+/** How many tiles there are per zoom band: `z0-3`, `z4-8`, `z9-12`, `z13-16` (and `z17+` past it). */
+export function tilesPerZoomBand (tiles: TileXYZ[]): Record<string, number> {
+  const bands: [string, number][] = [['z0-3', 3], ['z4-8', 8], ['z9-12', 12], ['z13-16', 16], ['z17+', Infinity]]
+  const out: Record<string, number> = {}
+  for (const t of tiles) {
+    const band = bands.find(([, top]) => t.z <= top)![0]
+    out[band] = (out[band] ?? 0) + 1
+  }
+  return out
 }

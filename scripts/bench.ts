@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
+import { createRequire } from 'node:module'
 import { once } from 'node:events'
 import { request as httpRequest } from 'node:http'
 import { createServer as createNetServer } from 'node:net'
@@ -19,7 +20,7 @@ import { apiKeyPrefix, generateApiKey, hashApiKey } from '../lib/auth/api-keys.t
 import { createApiKey } from '../db/api-keys.ts'
 import { dashboardColdLoad } from '../bench/dashboard-load.ts'
 import { streamFanout } from '../bench/stream-fanout.ts'
-import { bboxPath, boundaryBoxes, idsDiffer, isScaleFigure, parseScale, percentile, procMemory, scaleLabel, targetsOfScale } from '../bench/scale.ts'
+import { bboxPath, boundaryBoxes, idsDiffer, isScaleFigure, parseScale, percentile, procMemory, randomTiles, scaleLabel, targetsOfScale, tilePath, tilesPerZoomBand } from '../bench/scale.ts'
 import { baseName, benchRuntimes, floorHeaders, onRuntime, peerFigure, peerTargets, peerTiming, PEERS, sideFigure, type PeerKey, type Runtime, type SideFigure } from '../bench/peers/sides.ts'
 
 const HELP = `
@@ -69,10 +70,16 @@ options:
                database path) and the peer (bench/peers/postgis.ts: Fastify + pg, && and
                ST_Intersects), checks that all three give the same placemarks on 18 random city
                boxes and 4 boundary cases, then loads random city boxes in alternating turns (32
-               connections): req/s, p50, p99, ratio to the peer. Without PostGIS or ogr2ogr the peer
-               is skipped with a line saying what to install. About 4 minutes for 1m on 2 cores;
-               10m takes some 14 GB of memory in ogr2ogr's KML driver (1.4 GB at 1m) and about
-               3 GB of disk for the KML alone
+               connections): req/s, p50, p99, ratio to the peer. Then vector tiles on both of our
+               servers, one after the other: the tiles of 2,000 random placemarks (seed 11), each at a
+               random zoom from 0 to 16 and at zooms 0 to 3 (some 830 tiles, all holding data), at 32
+               connections from one address, each tile asked once (cold: not yet asked of that
+               process, every one computed), then the same tiles round and round for 10 s (cached:
+               the dataset cache's bytes): p50, p99 and tiles/s or req/s of each, and the server's RSS
+               before and after them (the memory the tiles add). Without PostGIS or ogr2ogr the peer
+               is skipped with a line saying what to install. About 4 minutes for 1m on 2 cores
+               without the peer (the tiles 1.5 of them); 10m takes some 14 GB of memory in ogr2ogr's
+               KML driver (1.4 GB at 1m) and about 3 GB of disk for the KML alone
   --placemarks N  with --scale (or alone), N placemarks instead of the scale's count: a dry run
                at 100000 takes about a minute and a half (targets are judged at 1M and 10M only)
   --keep       keep the database afterwards (default: drop it; with --scale, both databases)
@@ -892,6 +899,121 @@ async function alternateBoxes (sides: Side[]) {
   })
 }
 
+// Random placemarks the tiles are drawn around (each gives a tile at a random zoom and its tiles at z0–z3).
+const TILE_PLACEMARKS = 2000
+const TILE_SEED = 11
+// A cold tile on the database path can take seconds at 10M: no request is cut off by the load generator.
+const TILE_TIMEOUT_S = 120
+
+/**
+ * Where random placemarks of the dataset are (the south-west corner of their bounds: a point's own
+ * position, the generator's lines' and polygons' first one), drawn by id with a fixed seed: the same
+ * positions every run of a size.
+ */
+async function tilePositions (DATABASE_URL: string, count: number): Promise<[number, number][]> {
+  const client = new pg.Client({ connectionString: DATABASE_URL })
+  await client.connect()
+  try {
+    const { rows: [range] } = await client.query<{ lo: number | null; hi: number | null }>('SELECT min(id)::int AS lo, max(id)::int AS hi FROM placemarks')
+    if (range.lo === null || range.hi === null) return []
+    const rand = mulberry32(TILE_SEED)
+    const ids = Array.from({ length: count }, () => range.lo! + Math.floor(rand() * (range.hi! - range.lo! + 1)))
+    const { rows } = await client.query<{ id: number; min_lon: number; min_lat: number }>('SELECT id, min_lon, min_lat FROM placemarks WHERE id = ANY($1::int[])', [ids])
+    const byId = new Map(rows.map((r) => [r.id, [r.min_lon, r.min_lat] as [number, number]]))
+    return ids.map((id) => byId.get(id)).filter((p) => p !== undefined)
+  } finally {
+    await client.end()
+  }
+}
+
+interface TileRun { requests: number; seconds: number; rps: number; p50_ms: number; p99_ms: number; max_ms: number; empty: number; non2xx: number }
+
+// autocannon 9 keeps every response body as a string (its queue's addBody: `body += chunk`) for
+// onResponse and verifyBody, neither of which the tile loads use. Tiles at 1M run to a megabyte of
+// binary: decoding each as UTF-8 took the load generator's whole core and held the cached tiles to some
+// 2,300 req/s with the server 40 % busy. The tile loads keep no body (null: another autocannon, left as it is).
+const bodyQueue = ((): { prototype: { addBody: (data: Buffer) => void } } | null => {
+  try {
+    const queue = createRequire(import.meta.url)('autocannon/lib/pipelinedRequestsQueue.js') as { prototype?: { addBody?: unknown } }
+    return typeof queue.prototype?.addBody === 'function' ? queue as { prototype: { addBody: (data: Buffer) => void } } : null
+  } catch {
+    return null
+  }
+})()
+
+async function withoutBodies<T> (run: () => Promise<T>): Promise<T> {
+  if (!bodyQueue) return run()
+  const addBody = bodyQueue.prototype.addBody
+  bodyQueue.prototype.addBody = () => {}
+  try {
+    return await run()
+  } finally {
+    bodyQueue.prototype.addBody = addBody
+  }
+}
+
+/**
+ * One autocannon run over the tile paths in their order at CONNECTIONS connections, each path asked
+ * once (`amount`: as many requests as paths) or round and round for `duration` seconds; every response
+ * time kept. `empty`: the 204s (a tile with no feature).
+ */
+function loadTiles (base: string, paths: string[], run: { amount: number } | { duration: number }): Promise<TileRun> {
+  const latencies: number[] = []
+  let next = 0
+  let empty = 0
+  return withoutBodies(() => new Promise((resolve, reject) => {
+    const [done, fail] = [resolve, reject]
+    const requests = [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: paths[next++ % paths.length] }) }]
+    const instance = autocannon({ url: base, connections: CONNECTIONS, timeout: TILE_TIMEOUT_S, requests, ...run }, (err, r) => {
+      if (err) return fail(err)
+      latencies.sort((a, b) => a - b)
+      done({
+        requests: r.requests.total,
+        seconds: r.duration,
+        rps: r.requests.total / r.duration,
+        p50_ms: round2(percentile(latencies, 0.5)),
+        p99_ms: round2(percentile(latencies, 0.99)),
+        max_ms: round2(latencies[latencies.length - 1] ?? NaN),
+        empty,
+        non2xx: r.non2xx + r.errors + r.timeouts
+      })
+    })
+    instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+      latencies.push(ms)
+      if (status === 204) empty++
+    })
+  }))
+}
+
+/** The dataset cache's hits and misses so far (dataset_cache_requests_total of /metrics, which answers loopback). */
+async function cacheCounts (base: string): Promise<{ hit: number; miss: number }> {
+  const metrics = await (await fetch(`${base}/metrics`)).text()
+  const count = (result: string) => Number(new RegExp(`^dataset_cache_requests_total\\{result="${result}"\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0)
+  return { hit: count('hit'), miss: count('miss') }
+}
+
+/**
+ * The tiles on one server: cold (each tile once, none asked of this process before: every one computed),
+ * then cached (the same tiles round and round for the turns' total time), with the server's RSS before
+ * and after and the dataset cache's hits and misses of each part.
+ */
+async function measureTiles (server: Server, paths: string[]) {
+  const before = processMemory(server.child)
+  const start = await cacheCounts(server.base)
+  const cold = await loadTiles(server.base, paths, { amount: paths.length })
+  const afterCold = await cacheCounts(server.base)
+  const cached = await loadTiles(server.base, paths, { duration: timing().turns * timing().turnSeconds })
+  const end = await cacheCounts(server.base)
+  const after = processMemory(server.child)
+  return {
+    cold: { ...cold, cache_hits: afterCold.hit - start.hit },
+    cached: { ...cached, cache_misses: end.miss - afterCold.miss },
+    rssBefore: before?.rss_mib ?? NaN,
+    rssAfter: after?.rss_mib ?? NaN,
+    peak: after?.peak_rss_mib ?? NaN
+  }
+}
+
 interface OurAnswer { placemarks: { id: number; geometry: string }[] }
 interface PeerAnswer { features: { properties: { id: number } }[] }
 
@@ -1078,6 +1200,28 @@ async function mainScale (placemarks: number) {
       database_path_rss_mib: processMemory(database.child)?.rss_mib ?? NaN,
       ...(peer ? { peer_rss_mib: processMemory(peer.child)?.rss_mib ?? NaN } : {})
     }
+
+    // Vector tiles: random tiles holding data, cold then cached, on the box index and on the database path.
+    const positions = await tilePositions(DATABASE_URL, TILE_PLACEMARKS)
+    const tiles = randomTiles(positions, mulberry32(TILE_SEED + 1))
+    const paths = tiles.map(tilePath)
+    const bands = Object.entries(tilesPerZoomBand(tiles)).map(([band, n]) => `${band} ${n}`).join(', ')
+    log(`load: ${paths.length} random tiles (${bands}) around ${positions.length} random placemarks, ${CONNECTIONS} connections: each once (cold), then round and round for ${turns * turnSeconds} s (cached)`)
+    const tileMemory: Figure = {}
+    for (const [side, server] of [['box index', index], ['database path', database]] as const) {
+      const r = await measureTiles(server, paths)
+      const { cold, cached } = r
+      // At 10M the first server's index is past BBOX_INDEX_MB: its tiles then come from the database too, as its state says.
+      const state: Figure = side === 'box index' ? { box_index: loaded.state } : {}
+      results.figures[f(`tiles cold, ${side}`)] = { ...state, tiles: paths.length, zooms: bands, rps: Math.round(cold.rps), p50_ms: cold.p50_ms, p99_ms: cold.p99_ms, max_ms: cold.max_ms, empty: cold.empty, cache_hits: cold.cache_hits, non2xx: cold.non2xx }
+      results.figures[f(`tiles cached, ${side}`)] = { ...state, tiles: paths.length, requests: cached.requests, rps: Math.round(cached.rps), p50_ms: cached.p50_ms, p99_ms: cached.p99_ms, max_ms: cached.max_ms, cache_misses: cached.cache_misses, non2xx: cached.non2xx }
+      const added = r.rssAfter - r.rssBefore
+      if (side === 'box index') Object.assign(tileMemory, { rss_before_mib: r.rssBefore, rss_after_mib: r.rssAfter, added_mib: added, peak_rss_mib: r.peak })
+      else Object.assign(tileMemory, { database_path_rss_before_mib: r.rssBefore, database_path_rss_after_mib: r.rssAfter, database_path_added_mib: added })
+      log(`  ${side}: cold ${Math.round(cold.rps)} tiles/s, p50 ${cold.p50_ms} ms, p99 ${cold.p99_ms} ms (max ${cold.max_ms} ms); cached ${Math.round(cached.rps)} req/s, p50 ${cached.p50_ms} ms, p99 ${cached.p99_ms} ms; RSS ${r.rssBefore} → ${r.rssAfter} MiB` +
+        `${cold.non2xx + cached.non2xx ? `; ${cold.non2xx + cached.non2xx} non-2xx` : ''}${cold.cache_hits ? `; ${cold.cache_hits} cold requests hit the cache` : ''}${cached.cache_misses ? `; ${cached.cache_misses} cached requests missed it` : ''}`)
+    }
+    results.figures[f('RSS added by the tiles')] = tileMemory
   } finally {
     results.settings.load_average_end = round2(loadavg()[0])
     await cleanup()
@@ -1098,16 +1242,21 @@ function printScaleTable (label: string) {
   const verdict = (name: string) => { const c = checks.get(`${name} (${label})`); return c ? `${c.target} | ${c.pass ? 'PASS' : 'FAIL'}` : '– | –' }
   const show = (v: unknown, unit = '') => (typeof v === 'number' && Number.isFinite(v) ? `${v.toLocaleString('en-US')}${unit}` : v === undefined || (typeof v === 'number' && Number.isNaN(v)) ? '–' : String(v))
   const [index, db, peer, imp, ready, rss] = ['bbox, box index', 'bbox, database path', 'bbox, PostGIS peer', 'import', 'start to ready', 'server RSS after load'].map(fig)
+  const [coldIndex, coldDb, cachedIndex, cachedDb, tileRss] = ['tiles cold, box index', 'tiles cold, database path', 'tiles cached, box index', 'tiles cached, database path', 'RSS added by the tiles'].map(fig)
+  const tileCell = (t: Figure) => `${show(t.p50_ms)} / ${show(t.p99_ms)} ms, ${show(t.rps)}${t.non2xx ? ` (${show(t.non2xx)} non-2xx)` : ''}`
   const rows = [
     `| bbox req/s | ${show(index.rps)} | ${show(db.rps)} | ${show(peer.rps)} | ${show(index.vs_peer, 'x')} / ${show(db.vs_peer, 'x')} | ${verdict('bbox, database path')} |`,
     `| bbox p50 / p99 | ${show(index.p50_ms)} / ${show(index.p99_ms)} ms | ${show(db.p50_ms)} / ${show(db.p99_ms)} ms | ${show(peer.p50_ms)} / ${show(peer.p99_ms)} ms | | |`,
     `| start to ready | ${show(ready.seconds, ' s')} (index ${show(ready.box_index)} at ${show(ready.box_index_seconds, ' s')}) | ${show(ready.database_path_seconds, ' s')} | ${show(ready.peer_seconds, ' s')} | | ${verdict('start to ready')} |`,
     `| server RSS after load | ${show(rss.rss_mib, ' MiB')} (${show(rss.after_bbox_rss_mib, ' MiB')} after the boxes) | ${show(rss.database_path_rss_mib, ' MiB')} | ${show(rss.peer_rss_mib, ' MiB')} | | ${verdict('server RSS after load')} |`,
-    `| import wall / peak RSS | ${show(imp.seconds, ' s')} / ${show(imp.peak_rss_mib, ' MiB')} | | ogr2ogr ${show(imp.ogr2ogr_seconds, ' s')} / ${show(imp.ogr2ogr_peak_rss_mib, ' MiB')} | ${show(imp.vs_ogr2ogr, 'x')} the speed | ${verdict('import')} |`
+    `| import wall / peak RSS | ${show(imp.seconds, ' s')} / ${show(imp.peak_rss_mib, ' MiB')} | | ogr2ogr ${show(imp.ogr2ogr_seconds, ' s')} / ${show(imp.ogr2ogr_peak_rss_mib, ' MiB')} | ${show(imp.vs_ogr2ogr, 'x')} the speed | ${verdict('import')} |`,
+    `| tiles cold p50 / p99, tiles/s (${show(coldIndex.tiles)} tiles, each once) | ${tileCell(coldIndex)} | ${tileCell(coldDb)} | | | ${verdict('tiles cold, box index')} |`,
+    `| tiles cached p50 / p99, req/s (the same tiles again) | ${tileCell(cachedIndex)} | ${tileCell(cachedDb)} | | | ${verdict('tiles cached, box index')} |`,
+    `| RSS added by the tiles | ${show(tileRss.added_mib, ' MiB')} (${show(tileRss.rss_before_mib)} → ${show(tileRss.rss_after_mib, ' MiB')}) | ${show(tileRss.database_path_added_mib, ' MiB')} (${show(tileRss.database_path_rss_before_mib)} → ${show(tileRss.database_path_rss_after_mib, ' MiB')}) | | | ${verdict('RSS added by the tiles')} |`
   ]
   console.log([`| ${label} placemarks (${CONNECTIONS} connections, ${timing().turns} turns of ${timing().turnSeconds} s) | ours, box index | ours, database path | PostGIS peer | ratio to the peer | target | result |`, '|---|---|---|---|---|---|---|', ...rows].join('\n'))
   // Targeted figures the table does not show (the other sizes' names never reach here).
-  const shown = new Set(['bbox, database path', 'start to ready', 'server RSS after load', 'import'].map((n) => `${n} (${label})`))
+  const shown = new Set(['bbox, database path', 'start to ready', 'server RSS after load', 'import', 'tiles cold, box index', 'tiles cached, box index', 'RSS added by the tiles'].map((n) => `${n} (${label})`))
   const others = results.checks.filter((c) => !shown.has(c.figure)).map((c) => `| ${c.figure} | ${JSON.stringify(results.figures[c.figure] ?? 'not measured')} | ${c.target} | ${c.pass ? 'PASS' : 'FAIL'} |`)
   if (others.length) console.log(['', '| figure | measured | target | result |', '|---|---|---|---|', ...others].join('\n'))
   const [kml, compared] = [fig('generated KML'), fig('answers compared')]

@@ -1,7 +1,9 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { boundaryBoxes, bboxPath, idsDiffer, isScaleFigure, parseScale, peerEnvelopes, percentile, procMemory, scaleLabel, targetsOfScale } from '../../bench/scale.ts'
+import { boundaryBoxes, bboxPath, idsDiffer, isScaleFigure, parseScale, peerEnvelopes, percentile, procMemory, randomTiles, scaleLabel, targetsOfScale, tileOf, tilePath, tilesPerZoomBand } from '../../bench/scale.ts'
+import { mulberry32 } from '../../lib/random.ts'
+import { tileReadBox } from '../../lib/geo/tiles.ts'
 import { projectRoot } from '../helper.ts'
 
 t.test('sizes: --scale values and the labels of figure names', async (t) => {
@@ -59,8 +61,10 @@ t.test('memory from /proc/<pid>/status, in MiB', async (t) => {
 
 t.test('targets of one size, and the other modes leave them alone', async (t) => {
   const targets = JSON.parse(readFileSync(join(projectRoot, 'bench', 'targets.json'), 'utf8')) as Record<string, unknown>
-  t.same(Object.keys(targetsOfScale(targets, '1M')).sort(), ['bbox, database path (1M)', 'import (1M)', 'server RSS after load (1M)', 'start to ready (1M)'])
-  t.same(Object.keys(targetsOfScale(targets, '10M')), ['bbox, database path (10M)'])
+  t.same(Object.keys(targetsOfScale(targets, '1M')).sort(), ['bbox, database path (1M)', 'import (1M)', 'server RSS after load (1M)', 'start to ready (1M)', 'tiles cached, box index (1M)', 'tiles cold, box index (1M)'])
+  t.same(Object.keys(targetsOfScale(targets, '10M')).sort(), ['bbox, database path (10M)', 'tiles cached, box index (10M)', 'tiles cold, box index (10M)'])
+  t.ok(isScaleFigure('tiles cold, box index (1M)'))
+  t.ok(isScaleFigure('RSS added by the tiles (10M)'))
   t.same(Object.keys(targetsOfScale(targets, '100k')), [])
   t.ok(isScaleFigure('import (1M)'))
   t.ok(isScaleFigure('server RSS after load (100k)'))
@@ -68,4 +72,51 @@ t.test('targets of one size, and the other modes leave them alone', async (t) =>
   t.notOk(isScaleFigure('placemarks page (10)'), 'a count in parentheses is no size')
   t.notOk(isScaleFigure('bbox (random city boxes, 32 connections)'))
   t.notOk(isScaleFigure('ingestion (API, batches of 1000)'))
+})
+
+t.test('the tile a position falls in, at every zoom', async (t) => {
+  t.same(tileOf(-115.17, 36.11, 0), { z: 0, x: 0, y: 0 })
+  t.same(tileOf(-115.17, 36.11, 1), { z: 1, x: 0, y: 0 }, 'north-west quarter')
+  t.same(tileOf(139.69, 35.69, 1), { z: 1, x: 1, y: 0 }, 'Tokyo: north-east')
+  t.same(tileOf(151.21, -33.87, 1), { z: 1, x: 1, y: 1 }, 'Sydney: south-east')
+  // (-115.17 + 180) / 360 * 2^14 = 2950.5; (1 - ln(tan φ + sec φ) / π) / 2 * 2^14 = 6427.9 at φ = 36.11°.
+  t.same(tileOf(-115.17, 36.11, 14), { z: 14, x: 2950, y: 6427 })
+  t.same(tileOf(180, 0, 3), { z: 3, x: 7, y: 4 }, 'the east edge falls in the last column')
+  t.same(tileOf(0, -85.0511287798066, 2), { z: 2, x: 2, y: 3 }, 'the south edge falls in the last row')
+  t.equal(tileOf(0, 86, 5), null, 'beyond Web Mercator')
+  t.equal(tileOf(181, 0, 5), null)
+  t.equal(tileOf(NaN, 0, 5), null)
+  for (const [lon, lat] of [[-115.17, 36.11], [178.44, -18.14], [-21.94, 64.15], [0, 0]]) {
+    for (let z = 0; z <= 16; z++) {
+      const tile = tileOf(lon, lat, z)!
+      const box = tileReadBox(tile.z, tile.x, tile.y, 0)
+      t.ok(lon >= box.minLon && lon <= box.maxLon && lat >= box.minLat && lat <= box.maxLat, `${lon},${lat} is inside its tile ${tilePath(tile)}`)
+    }
+  }
+  t.equal(tilePath({ z: 14, x: 2950, y: 6428 }), '/api/v1/tiles/14/2950/6428.mvt')
+})
+
+t.test('random tiles: each once, every zoom up to 3 for every position, a random zoom from 0 to 16, in a seeded order', async (t) => {
+  const rand = mulberry32(5)
+  const positions: [number, number][] = Array.from({ length: 300 }, () => [-115.17 + (rand() - 0.5) * 0.6, 36.11 + (rand() - 0.5) * 0.6])
+  positions.push([139.69, 35.69], [0, 89])
+  const tiles = randomTiles(positions, mulberry32(12))
+  const keys = tiles.map(tilePath)
+  t.equal(new Set(keys).size, keys.length, 'no tile twice')
+  t.same(randomTiles(positions, mulberry32(12)), tiles, 'the same seed gives the same tiles in the same order')
+  t.notSame(randomTiles(positions, mulberry32(13)), tiles, 'another seed another draw')
+  for (const [lon, lat] of positions.slice(0, -1)) {
+    for (let z = 0; z <= 3; z++) t.ok(keys.includes(tilePath(tileOf(lon, lat, z)!)), `z${z} of ${lon},${lat}`)
+  }
+  t.notOk(tiles.some((tile) => tile.z > 16), 'no zoom past 16')
+  t.ok(tiles.some((tile) => tile.z >= 13) && tiles.some((tile) => tile.z >= 9 && tile.z <= 12) && tiles.some((tile) => tile.z >= 4 && tile.z <= 8), 'random zooms spread over the range')
+  // Every tile holds one of the positions: tiles with data.
+  t.ok(tiles.every((tile) => positions.some(([lon, lat]) => tilePath(tileOf(lon, lat, tile.z) ?? { z: -1, x: 0, y: 0 }) === tilePath(tile))))
+  t.ok(keys.indexOf('/api/v1/tiles/0/0/0.mvt') > 0, 'shuffled: the first tile drawn is not first')
+  t.same(randomTiles([], mulberry32(1)), [])
+  t.same(randomTiles([[0, 0]], () => 0, 16, 3).map((tile) => tile.z).sort(), [0, 1, 2, 3], 'zoom 0 drawn: one tile per zoom, not two')
+  const counts = tilesPerZoomBand(tiles)
+  t.equal(Object.values(counts).reduce((a, b) => a + b, 0), tiles.length)
+  t.same(Object.keys(counts).sort(), ['z0-3', 'z13-16', 'z4-8', 'z9-12'])
+  t.same(tilesPerZoomBand([{ z: 0, x: 0, y: 0 }, { z: 3, x: 1, y: 1 }, { z: 8, x: 0, y: 0 }, { z: 17, x: 0, y: 0 }]), { 'z0-3': 2, 'z4-8': 1, 'z17+': 1 })
 })
