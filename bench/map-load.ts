@@ -1,32 +1,12 @@
-import type { Page } from 'playwright-core'
-import { launchBrowser } from '../test/support/browser.ts'
+import { drawnPoints, launchBrowser, mapIdle as idle } from '../test/support/browser.ts'
 
 // The views the map goes through after its own first view (the whole dataset): into one city, panned at the end.
 export const MAP_VIEWS: [name: string, lon: number, lat: number, zoom: number][] = [
   ['city', -0.12, 51.5, 6], ['district', -0.12, 51.5, 9], ['streets', -0.12, 51.5, 12.5], ['street', -0.1, 51.52, 15], ['panned', -0.05, 51.48, 15]
 ]
 
-export interface MapViewFigure { view: string; zoom: number; ms: number; clusters: number; points: number; drawn: number }
+export interface MapViewFigure { view: string; zoom: number; ms: number; clusters: number; points: number; placemarks: number }
 export interface MapLoadFigure { views: MapViewFigure[]; first_draw_ms: number; world_drawn: number; world_points: number; console_errors: string[] }
-
-// Every tile of the view loaded and drawn.
-const idle = (page: Page) => page.evaluate(() => new Promise<void>((resolve) => {
-  const map = (globalThis as any).placemarkMap
-  if (map.loaded() && map.areTilesLoaded()) resolve()
-  else map.once('idle', () => resolve())
-}))
-
-// What the view draws: each cluster and lone point once, and the placemarks they stand for.
-const drawnPoints = (page: Page) => page.evaluate(() => {
-  const map = (globalThis as any).placemarkMap
-  const seen = new Map<string, number>()
-  for (const f of map.queryRenderedFeatures({ layers: ['clusters', 'points', 'icons'] })) {
-    const cluster = f.properties.point_count !== undefined
-    seen.set(cluster ? `c${JSON.stringify(f.geometry.coordinates)}` : `p${f.id}`, cluster ? Number(f.properties.point_count) : 1)
-  }
-  const keys = [...seen.keys()]
-  return { clusters: keys.filter((k) => k[0] === 'c').length, points: keys.filter((k) => k[0] === 'p').length, drawn: [...seen.values()].reduce((a, b) => a + b, 0) }
-})
 
 /**
  * The map page in Chromium (WebGL on the software renderer) over the served dataset: a cold load of
@@ -57,7 +37,7 @@ export async function mapLoadAtScale (base: string, points: number): Promise<Map
       await idle(page)
       views.push({ view, zoom: vZoom, ms: Date.now() - at, ...(await drawnPoints(page)) })
     }
-    return { views, first_draw_ms: firstDraw, world_drawn: world.drawn, world_points: points, console_errors: errors }
+    return { views, first_draw_ms: firstDraw, world_drawn: world.placemarks, world_points: points, console_errors: errors }
   } finally {
     await browser.close()
   }

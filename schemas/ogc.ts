@@ -95,6 +95,13 @@ const OgcFormat = Type.Optional(Type.Unsafe<'json' | 'geojson'>({
 /** The query of the OGC routes that take no other parameter. */
 export const OgcQuery = Type.Object({ f: OgcFormat }, { additionalProperties: false })
 
+/** `datetime`, as the OGC items, the tiles and the KML export take it (parsed by parseDatetime in routes/ogc). */
+export const DatetimeParam = Type.String({
+  maxLength: 100,
+  description: 'Only placemarks whose KML time intersects this: an instant or a date (year, year-month, date or RFC 3339 date-time: the period it names), or an interval `start/end` with `..` for an open end',
+  examples: ['2017-10-01T00:00:00Z/..', '2017-10-01']
+})
+
 export const ItemsQuery = Type.Object({
   f: OgcFormat,
   limit: Type.Integer({ minimum: 1, maximum: 10000, default: 10, description: 'Page size, 1..10000 (default 10)', examples: [10] }),
@@ -104,11 +111,7 @@ export const ItemsQuery = Type.Object({
     description: 'Only features intersecting this box, `minlon,minlat,maxlon,maxlat` in CRS84 (6 numbers with heights are accepted, heights ignored); minlon > maxlon crosses the antimeridian',
     examples: ['-115.18,36.09,-115.16,36.11']
   })),
-  datetime: Type.Optional(Type.String({
-    maxLength: 100,
-    description: 'Only placemarks whose KML time intersects this: an instant or a date (year, year-month, date or RFC 3339 date-time: the period it names), or an interval `start/end` with `..` for an open end',
-    examples: ['2017-10-01T00:00:00Z/..']
-  })),
+  datetime: Type.Optional(DatetimeParam),
   folder: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Only placemarks with a folder of exactly this name at any level of their path', examples: ['Las Vegas Strip'] })),
   q: Type.Optional(Type.String({ maxLength: 500, description: 'Text search: whitespace-separated words (at most 16), each of which must appear in the name or the description, case-insensitively', examples: ['tropicana'] })),
   geometry_type: Type.Optional(Type.Unsafe<'Point' | 'LineString' | 'Polygon'>({ type: 'string', enum: ['Point', 'LineString', 'Polygon'], description: 'Only placemarks of this geometry type' }))

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildApp, freePort, openTestDatabase, testConfig } from '../helper.ts'
+import { buildApp, freePort, openTestDatabase, testConfig, type Teardown } from '../helper.ts'
 import { StandInIdp } from '../support/idp-server.ts'
 import { DEFAULT_RETURN_PATH, returnPath } from '../../lib/auth/return-path.ts'
 
@@ -94,13 +94,19 @@ t.test('returnPath keeps a path of this origin and makes anything else /dashboar
   for (const value of [undefined, null, 42, ['/auth/token'], { path: '/' }]) t.equal(returnPath(value), DEFAULT_RETURN_PATH, JSON.stringify(value))
 })
 
-t.test('the browser sign-in goes on to the remembered path, and never off this origin (real HTTP, development provider)', async (t) => {
+/** The app on real HTTP with the development provider, its PUBLIC_URL its own address, sign-in limits out of the way. */
+async function listeningDevApp (t: Teardown) {
   const handle = await openTestDatabase(t)
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const app = await buildApp({ config: testConfig({ PORT: port, PUBLIC_URL: base, AUTH_RATE_LIMIT_MAX: 10_000 }), db: handle, logger: false })
   await app.listen({ port, host: '127.0.0.1' })
   t.teardown(() => app.close())
+  return { base }
+}
+
+t.test('the browser sign-in goes on to the remembered path, and never off this origin (real HTTP, development provider)', async (t) => {
+  const { base } = await listeningDevApp(t)
 
   // The whole sign-in a browser runs, from a start URL to where the callback sends it.
   const signIn = async (start: string) => {
@@ -245,12 +251,7 @@ t.test('a code the provider refuses, and a provider that fails, at the productio
 })
 
 t.test('the has_session marker: set with the refresh cookie, readable by pages, cleared with the session', async (t) => {
-  const handle = await openTestDatabase(t)
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  const app = await buildApp({ config: testConfig({ PORT: port, PUBLIC_URL: base, AUTH_RATE_LIMIT_MAX: 10_000 }), db: handle, logger: false })
-  await app.listen({ port, host: '127.0.0.1' })
-  t.teardown(() => app.close())
+  const { base } = await listeningDevApp(t)
 
   const signIn = async () => {
     const jar = new CookieJar()

@@ -16,7 +16,7 @@ import { Readable } from 'node:stream'
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, importFieldNotes, openTestDatabase, projectRoot, testConfig } from '../helper.ts'
-import { axeFindings, launchBrowser } from '../support/browser.ts'
+import { axeFindings, drawnPoints, launchBrowser, mapIdle as idle } from '../support/browser.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
 import { mulberry32 } from '../../scripts/generate-kml.ts'
 import type { Config } from '../../lib/config.ts'
@@ -103,29 +103,6 @@ async function drawn (page: Page): Promise<Record<string, string | undefined>> {
   await idle(page)
   return page.evaluate(() => ({ ...document.getElementById('status')!.dataset }))
 }
-
-const idle = (page: Page) => page.evaluate(() => new Promise<void>((resolve) => {
-  const map = (globalThis as any).placemarkMap
-  if (map.loaded() && !map.isMoving()) resolve()
-  else map.once('idle', () => resolve())
-}))
-
-/** The clusters and lone points drawn in the view, each once: their count and the placemarks they stand for. */
-const drawnPoints = (page: Page) => page.evaluate(() => {
-  const map = (globalThis as any).placemarkMap
-  const seen = new Map<string, number>()
-  for (const f of map.queryRenderedFeatures({ layers: ['clusters', 'points'] })) {
-    const cluster = f.properties.point_count !== undefined
-    seen.set(cluster ? `c${JSON.stringify(f.geometry.coordinates)}` : `p${f.id}`, cluster ? Number(f.properties.point_count) : 1)
-  }
-  const keys = [...seen.keys()]
-  return {
-    clusters: keys.filter((k) => k[0] === 'c').length,
-    points: keys.filter((k) => k[0] === 'p').length,
-    placemarks: [...seen.values()].reduce((a, b) => a + b, 0),
-    labels: map.queryRenderedFeatures({ layers: ['cluster-counts'] }).length
-  }
-})
 
 const stats = await api('/api/v1/stats')
 

@@ -75,3 +75,30 @@ export async function axeFindings (page: Page): Promise<string[]> {
   })
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`)
 }
+
+/** The map page (`globalThis.placemarkMap`) still: its style and every tile of the view loaded, not moving. */
+export const mapIdle = (page: Page): Promise<void> => page.evaluate(() => new Promise<void>((resolve) => {
+  const map = (globalThis as any).placemarkMap
+  if (map.loaded() && !map.isMoving()) resolve()
+  else map.once('idle', () => resolve())
+}))
+
+/**
+ * The clusters and lone points the map page draws in its view (circles or icons), each once: their count
+ * and the placemarks they stand for, and the cluster labels drawn.
+ */
+export const drawnPoints = (page: Page) => page.evaluate(() => {
+  const map = (globalThis as any).placemarkMap
+  const seen = new Map<string, number>()
+  for (const f of map.queryRenderedFeatures({ layers: ['clusters', 'points', 'icons'] })) {
+    const cluster = f.properties.point_count !== undefined
+    seen.set(cluster ? `c${JSON.stringify(f.geometry.coordinates)}` : `p${f.id}`, cluster ? Number(f.properties.point_count) : 1)
+  }
+  const keys = [...seen.keys()]
+  return {
+    clusters: keys.filter((k) => k[0] === 'c').length,
+    points: keys.filter((k) => k[0] === 'p').length,
+    placemarks: [...seen.values()].reduce((a, b) => a + b, 0),
+    labels: map.queryRenderedFeatures({ layers: ['cluster-counts'] }).length as number
+  }
+})

@@ -10,6 +10,7 @@ import { writeKml } from '../../../lib/kml/writer.ts'
 import { HttpError } from '../../../lib/errors.ts'
 import type { Box } from '../../../lib/geo/box.ts'
 import { parseDatetime } from '../../ogc/index.ts'
+import { DatetimeParam } from '../../../schemas/ogc.ts'
 
 export const KML_TYPE = 'application/vnd.google-earth.kml+xml'
 export const KMZ_TYPE = 'application/vnd.google-earth.kmz'
@@ -22,11 +23,7 @@ const ExportQuery = Type.Object({
     description: 'Only placemarks whose geometry intersects the box `minlon,minlat,maxlon,maxlat` (degrees, WGS 84), as /api/v1/spatial/bbox means it; minlon > maxlon crosses the antimeridian',
     examples: ['-115.18,36.09,-115.16,36.11']
   })),
-  datetime: Type.Optional(Type.String({
-    maxLength: 100,
-    description: 'Only placemarks whose KML time intersects this (as on the OGC items and the tiles): an instant or a date (year, year-month, date or RFC 3339 date-time: the period it names), or an interval `start/end` with `..` for an open end',
-    examples: ['2017-10-01T22:00:00Z/2017-10-02T02:00:00Z', '2017-10-01']
-  }))
+  datetime: Type.Optional(DatetimeParam)
 }, { additionalProperties: false })
 type ExportQueryT = Static<typeof ExportQuery>
 

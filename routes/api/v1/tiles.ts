@@ -7,6 +7,7 @@ import { MAX_MERCATOR_LAT, MAX_TILE_ZOOM, TILE_FIELDS, TILE_LAYER } from '../../
 import { TILE_BUSY_MESSAGE, TILE_MAX_PLACEMARKS, TILE_WAITING_PER_CLIENT } from '../../../plugins/app/tiles.ts'
 import { schemaErrorFormatter } from '../../../plugins/app/validation.ts'
 import { parseDatetime } from '../../ogc/index.ts'
+import { DatetimeParam } from '../../../schemas/ogc.ts'
 import type { TileFilterValues } from '../../../db/box-index-filter.ts'
 
 export const MVT_TYPE = 'application/vnd.mapbox-vector-tile'
@@ -31,11 +32,7 @@ const TileParams = Type.Object({
 const TileQuery = Type.Object({
   folder: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'Only placemarks with a folder of exactly this name at any level of their path', examples: ['Las Vegas Strip'] })),
   q: Type.Optional(Type.String({ maxLength: 500, description: 'Text search: whitespace-separated words (at most 16), each of which must appear in the name or the description, case-insensitively', examples: ['tropicana'] })),
-  datetime: Type.Optional(Type.String({
-    maxLength: 100,
-    description: 'Only placemarks whose KML time intersects this: an instant or a date (year, year-month, date or RFC 3339 date-time: the period it names), or an interval `start/end` with `..` for an open end',
-    examples: ['2017-10-01T00:00:00Z/..', '2017-10-01']
-  }))
+  datetime: Type.Optional(DatetimeParam)
 }, { additionalProperties: false })
 
 type TileQueryT = { folder?: string; q?: string; datetime?: string }
