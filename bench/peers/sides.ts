@@ -1,7 +1,7 @@
 /**
  * The small answers against their peers (npm run bench, --quick): which peers, what they are sent,
  * on which Node binaries, and how a figure and its targets are named and computed. The loads themselves
- * are scripts/bench.ts's.
+ * are bench/api.ts's.
  */
 import { spawnSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
