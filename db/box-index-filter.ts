@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely'
+import type { RawBuilder } from 'kysely'
 import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
 import { placemarkFilterConditions } from './ogc.ts'
@@ -36,36 +37,54 @@ export async function matchingPlacemarks (db: Kysely<Database>, f: TileFilterVal
   return flags
 }
 
-/** One group of a tile's points counted in the database: a grid cell and a style, with the sums of positions. */
-export interface CellGroup { cx: number; cy: number; style_id: string | null; n: number; sum_x: number; sum_y: number; id: number }
+/** One group of a tile's placemarks counted in the database: a grid cell, a style and a geometry type, with the sums of positions. */
+export interface CellGroup { cx: number; cy: number; style_id: string | null; geometry_type: string; n: number; sum_x: number; sum_y: number; id: number }
+
+const SIDE = 2 ** 26
+const MAX_LAT = 85.0511287798066
+// A position's column and row on the tiles' grid, with lib/geo/tile-grid.ts's formula (clamped at the world's edges).
+const gridX = (lon: RawBuilder<unknown>) => sql`least(${SIDE - 1}::float8, greatest(0::float8, floor(((${lon} + 180) / 360) * ${SIDE}::float8)))`
+const gridY = (lat: RawBuilder<unknown>) => sql`least(${SIDE - 1}::float8, greatest(0::float8, floor(((1 - ln(tan((${lat} * pi()) / 180) + 1 / cos((${lat} * pi()) / 180)) / pi()) / 2) * ${SIDE}::float8)))`
+const heldLat = (lat: RawBuilder<unknown>) => sql`least(${MAX_LAT}::float8, greatest(${-MAX_LAT}::float8, ${lat}))`
+/**
+ * Whether a line or polygon is smaller than a grid cell at zoom z (tile-grid.ts's shapeOnGrid and
+ * shapeLevel): the centre of its bounds within Web Mercator's latitudes, and the larger of its width and
+ * height, in whole cells of the finest grid, less than a cell of zoom z (2^(22 − z) of them).
+ */
+const smallShape = (z: number) => sql`(abs((p.min_lat + p.max_lat) / 2) <= ${MAX_LAT}::float8 AND greatest(
+  ${gridX(sql`p.max_lon`)} - ${gridX(sql`p.min_lon`)},
+  ${gridY(heldLat(sql`p.min_lat`))} - ${gridY(heldLat(sql`p.max_lat`))}) < ${2 ** (22 - z)}::float8)`
 
 /**
- * Tile z/x/y's Point placemarks matching the filters, counted in PostgreSQL on the tiles' grid
- * (lib/geo/tile-grid.ts: 2^26 cells a side, 16 × 16 per tile) by cell and style id: the rows are at most
- * the tile's cells times its styles, however many points it covers. A point's cell comes from its own
- * coordinates with the grid's formula (west and north edges inclusive, clamped at the world's edges,
- * none beyond ±85.0511°); the bounding-box index finds the candidates.
+ * Tile z/x/y's placemarks matching the filters as its grid counts them, in PostgreSQL (lib/geo/tile-grid.ts:
+ * 2^26 cells a side, 16 × 16 per tile), by cell, style id and geometry type: the rows are at most the
+ * tile's cells times its styles, however many placemarks it covers. A point's cell comes from its own
+ * coordinates (west and north edges inclusive, clamped at the world's edges, none beyond ±85.0511°); a
+ * line's or polygon's, when it is smaller than a cell at this zoom, from the centre of its bounds. The
+ * bounding-box index finds the candidates.
  */
 export async function tileCellGroups (db: Kysely<Database>, z: number, x: number, y: number, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, f: TileFilterValues): Promise<CellGroup[]> {
-  const side = 2 ** 26
   const scale = 2 ** (26 - z)
   const cell = scale / 16
   const parts = placemarkFilterConditions(f)
   const filters = parts.length === 0 ? sql`` : sql`AND ${sql.join(parts, sql` AND `)}`
   const { rows } = await sql<CellGroup>`
-    WITH points AS (
-      SELECT p.id, p.style_id,
-        least(${side - 1}::float8, greatest(0::float8, floor(((p.max_lon + 180) / 360) * ${side}::float8))) AS gx,
-        least(${side - 1}::float8, greatest(0::float8, floor(((1 - ln(tan((p.max_lat * pi()) / 180) + 1 / cos((p.max_lat * pi()) / 180)) / pi()) / 2) * ${side}::float8))) AS gy
+    WITH candidates AS (
+      SELECT p.id, p.style_id, p.geometry_type,
+        CASE WHEN p.geometry_type = 'Point' THEN p.max_lon ELSE (p.min_lon + p.max_lon) / 2 END AS lon,
+        CASE WHEN p.geometry_type = 'Point' THEN p.max_lat ELSE (p.min_lat + p.max_lat) / 2 END AS lat
       FROM placemarks p
-      WHERE p.geometry_type = 'Point' AND abs(p.max_lat) <= 85.0511287798066 AND abs(p.max_lon) <= 180
+      WHERE (p.geometry_type = 'Point' OR ${smallShape(z)})
         AND p.bbox && box(point(${box.maxLon}::float8, ${box.maxLat}::float8), point(${box.minLon}::float8, ${box.minLat}::float8)) ${filters}
+    ), points AS (
+      SELECT id, style_id, geometry_type, ${gridX(sql`lon`)} AS gx, ${gridY(sql`lat`)} AS gy
+      FROM candidates WHERE abs(lat) <= ${MAX_LAT}::float8 AND abs(lon) <= 180
     )
-    SELECT floor(gx / ${cell}::float8)::float8 AS cx, floor(gy / ${cell}::float8)::float8 AS cy, style_id, count(*)::int AS n,
+    SELECT floor(gx / ${cell}::float8)::float8 AS cx, floor(gy / ${cell}::float8)::float8 AS cy, style_id, geometry_type, count(*)::int AS n,
       sum(gx + 0.5)::float8 AS sum_x, sum(gy + 0.5)::float8 AS sum_y, min(id) AS id
     FROM points
     WHERE floor(gx / ${scale}::float8) = ${x}::float8 AND floor(gy / ${scale}::float8) = ${y}::float8
-    GROUP BY 1, 2, 3`.execute(db)
+    GROUP BY 1, 2, 3, 4`.execute(db)
   return rows.map((r) => ({ ...r, cx: Number(r.cx), cy: Number(r.cy), sum_x: Number(r.sum_x), sum_y: Number(r.sum_y) }))
 }
 
@@ -77,15 +96,16 @@ export async function placemarkSummaries (db: Kysely<Database>, ids: number[]): 
 }
 
 /**
- * The lines and polygons whose bounding box meets the box and that match the filters, the first `limit`
- * by id, as summaries with their geometries (the caller tests each exactly).
+ * The lines and polygons a tile of zoom z (a cluster zoom) draws as themselves (not smaller than a cell
+ * there) whose bounding box meets the box and that match the filters, the first `limit` by id, as
+ * summaries with their geometries (the caller tests each exactly).
  */
-export async function tileShapes (db: Kysely<Database>, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, f: TileFilterValues, limit: number): Promise<{ summary: string; geometry: string }[]> {
+export async function tileShapes (db: Kysely<Database>, z: number, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, f: TileFilterValues, limit: number): Promise<{ summary: string; geometry: string }[]> {
   const parts = placemarkFilterConditions(f)
   const filters = parts.length === 0 ? sql`` : sql`AND ${sql.join(parts, sql` AND `)}`
   const { rows } = await sql<{ summary: string; geometry: string }>`
     SELECT p.summary, p.geometry FROM placemarks p
-    WHERE p.geometry_type <> 'Point' AND p.bbox && box(point(${box.maxLon}::float8, ${box.maxLat}::float8), point(${box.minLon}::float8, ${box.minLat}::float8)) ${filters}
+    WHERE p.geometry_type <> 'Point' AND NOT ${smallShape(z)} AND p.bbox && box(point(${box.maxLon}::float8, ${box.maxLat}::float8), point(${box.minLon}::float8, ${box.minLat}::float8)) ${filters}
     ORDER BY p.id LIMIT ${limit}`.execute(db)
   return rows
 }

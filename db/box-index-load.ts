@@ -61,9 +61,9 @@ export async function loadBoxIndex (db: Kysely<Database>, opts: BoxIndexLoadOpti
 
 function addRows (builder: BoxIndexBuilder, rows: PlacemarkWithBounds[], styles: StyleResolver | null): void {
   for (const row of rows) {
-    // A point's colour, for the tiles' clusters: its resolved style's icon colour.
+    // Its colour, for the tiles' clusters: its resolved style's icon colour (a point) or line colour.
     const { styleId, point } = summaryStyle(row.json)
-    const colour = point && styles ? styles.resolve(styleId, 'Point').color ?? null : null
+    const colour = styles ? styles.resolve(styleId, point ? 'Point' : 'LineString').color ?? null : null
     builder.add({ ...row, json: summaryPieces(row.json), point, colour })
   }
 }

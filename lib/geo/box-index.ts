@@ -1,6 +1,6 @@
 import Flatbush from 'flatbush'
 import { packGeometry, packedIntersectsBox, splitBox, type Box, type Geometry } from './box.ts'
-import { gridCell, Palette, PointGrid, type PointGridParts } from './tile-grid.ts'
+import { ClusterGrids, gridCell, Palette, PointGrid, SHAPE_LEVELS, shapeOnGrid, type ClusterGridsParts, type PointGridParts } from './tile-grid.ts'
 
 /**
  * One placemark as the index takes it: its id, its geometry (GeoJSON text) and bounds, and its
@@ -18,7 +18,7 @@ export interface IndexedPlacemark {
   json: string | string[]
   /** Whether it is a Point placemark (told by its geometry's type when not given). */
   point?: boolean
-  /** A point's colour (its resolved style's, CSS), which a tile's cluster of it shows when most of its points share it. */
+  /** Its colour (its resolved style's, CSS: a point's icon colour, a line's or polygon's line colour), which a tile's cluster of it shows when most of its placemarks share it. */
   colour?: string | null
 }
 
@@ -107,6 +107,9 @@ function grown<T extends Float64Array | Uint32Array> (a: T): T {
   return b
 }
 
+// The flag of a line's or polygon's colour number (builder's `colour`).
+const SHAPE = 0x80000000
+
 // An entry whose geometry is a single position: its bounds decide exactly, no packed geometry kept.
 const NO_GEOMETRY = 0xffffffff
 // Packed geometries are stored in arrays of this many numbers (1 MiB); an entry's geometry is at
@@ -139,8 +142,8 @@ export class BoxIndexBuilder {
   private tree: Flatbush | null = null
   private bounds: Float64Array
   private geometryAt: Uint32Array
-  // Per entry: 0 for a line or polygon, else 1 + the point's colour number in `palette`.
-  private pointColour: Uint32Array
+  // Per entry: its colour's number in `palette`, with SHAPE set for a line or polygon.
+  private colour: Uint32Array
   private palette = new Palette()
   // The packed geometries' arrays; packed[filling] is being filled, up to packedLength.
   private packed: Float64Array[] = []
@@ -167,7 +170,7 @@ export class BoxIndexBuilder {
     if (expected !== undefined) this.tree = new Flatbush(n)
     this.bounds = new Float64Array(this.tree ? 0 : 4 * n)
     this.geometryAt = new Uint32Array(n)
-    this.pointColour = new Uint32Array(n)
+    this.colour = new Uint32Array(n)
   }
 
   // The bounds added so far, as a view: a tree's leaves sit right after its 8-byte header, in the order added.
@@ -205,10 +208,10 @@ export class BoxIndexBuilder {
       this.ids = grown(this.ids)
       this.starts = grown(this.starts)
       this.geometryAt = grown(this.geometryAt)
-      this.pointColour = grown(this.pointColour)
+      this.colour = grown(this.colour)
     }
     this.ids[i] = p.id
-    this.pointColour[i] = (p.point ?? POINT_TEXT.test(p.geometry)) ? 1 + this.palette.number(p.colour) : 0
+    this.colour[i] = this.palette.number(p.colour) | ((p.point ?? POINT_TEXT.test(p.geometry)) ? 0 : SHAPE)
     if (this.tree) {
       this.tree.add(p.minLon, p.minLat, p.maxLon, p.maxLat)
     } else {
@@ -347,14 +350,14 @@ export class BoxIndexBuilder {
       tree = new Flatbush(n)
       for (let i = 0; i < n; i++) tree.add(b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3])
     }
-    // The point grid and the lines' and polygons' own tree, from the bounds in the order added (before the
-    // tree's finish sorts them).
-    const { grid, shapeTree, shapeEntries } = this.gridAndShapes(tree ? new Float64Array(tree.data, 8, 4 * n) : this.boundsSoFar())
+    // The clusters' grids and the lines' and polygons' own trees, from the bounds in the order added (before
+    // the tree's finish sorts them).
+    const { grid, shapes } = this.gridAndShapes(tree ? new Float64Array(tree.data, 8, 4 * n) : this.boundsSoFar())
     tree?.finish()
     const packed = this.packed
     if (this.filling !== -1) packed[this.filling] = fit(packed[this.filling], this.packedLength)
     const index = new BoxIndex(n, fit(this.ids, n), tree, this.chunks, fit(this.starts, n),
-      fragments, fragmentStarts, fit(this.geometryAt, n), packed, this.bytes, grid, shapeTree, shapeEntries)
+      fragments, fragmentStarts, fit(this.geometryAt, n), packed, this.bytes, grid, shapes)
     this.tree = null
     this.bounds = new Float64Array(0)
     this.packed = []
@@ -363,42 +366,74 @@ export class BoxIndexBuilder {
     return index
   }
 
-  private gridAndShapes (b: Float64Array): { grid: PointGrid; shapeTree: Flatbush | null; shapeEntries: Uint32Array } {
+  private gridAndShapes (b: Float64Array): { grid: ClusterGrids; shapes: ShapeTrees } {
     const n = this.count
-    let points = 0
-    for (let i = 0; i < n; i++) if (this.pointColour[i] !== 0) points++
-    const x = new Uint32Array(points)
-    const y = new Uint32Array(points)
-    const items = new Uint32Array(points)
-    const colours = new Uint16Array(points)
-    const shapeEntries = new Uint32Array(n - points)
-    let p = 0
-    let s = 0
+    // Per entry its grid: 0 for a point, 1 + L for a shape of level L, -1 for none (beyond Web Mercator's
+    // latitudes, or a shape at no zoom smaller than a cell); and per shape its tree: 1 + L, 0 for level -1.
+    const gridOf = new Int8Array(n)
+    const cellX = new Uint32Array(n)
+    const cellY = new Uint32Array(n)
+    const sizes = new Uint32Array(1 + SHAPE_LEVELS)
+    const trees = new Uint32Array(1 + SHAPE_LEVELS)
+    const treeOf = new Uint8Array(n)
     for (let i = 0; i < n; i++) {
-      if (this.pointColour[i] === 0) {
-        shapeEntries[s++] = i
-        continue
+      let cell: [number, number] | null
+      if ((this.colour[i] & SHAPE) === 0) {
+        // Beyond Web Mercator's latitudes a point is in no tile.
+        cell = gridCell(b[4 * i], b[4 * i + 1])
+        gridOf[i] = cell === null ? -1 : 0
+      } else {
+        const shape = shapeOnGrid(b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3])
+        cell = shape.level < 0 ? null : shape.cell
+        gridOf[i] = cell === null ? -1 : 1 + shape.level
+        treeOf[i] = 1 + Math.max(-1, shape.level)
+        trees[treeOf[i]]++
       }
-      // Beyond Web Mercator's latitudes a point is in no tile.
-      const cell = gridCell(b[4 * i], b[4 * i + 1])
       if (cell === null) continue
-      x[p] = cell[0]
-      y[p] = cell[1]
-      items[p] = i
-      colours[p++] = this.pointColour[i] - 1
+      cellX[i] = cell[0]
+      cellY[i] = cell[1]
+      sizes[gridOf[i]]++
     }
-    const grid = PointGrid.build({ x, y, items, colours, count: p }, this.palette.colours)
-    let shapeTree: Flatbush | null = null
-    if (s > 0) {
-      shapeTree = new Flatbush(s)
-      for (let k = 0; k < s; k++) {
-        const i = shapeEntries[k]
-        shapeTree.add(b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3])
+    const lists = Array.from(sizes, (size) => ({ x: new Uint32Array(size), y: new Uint32Array(size), items: new Uint32Array(size), colours: new Uint16Array(size), count: 0 }))
+    for (let i = 0; i < n; i++) {
+      if (gridOf[i] < 0) continue
+      const list = lists[gridOf[i]]
+      const k = list.count++
+      list.x[k] = cellX[i]
+      list.y[k] = cellY[i]
+      list.items[k] = i
+      list.colours[k] = this.colour[i] & ~SHAPE
+    }
+    const grids = lists.map((list) => PointGrid.build(list, this.palette.colours))
+    // The shapes grouped by tree (a counting sort), each group's tree over its bounds.
+    const starts = new Uint32Array(trees.length + 1)
+    for (let t = 0; t < trees.length; t++) starts[t + 1] = starts[t] + trees[t]
+    const entries = new Uint32Array(starts[trees.length])
+    const at = starts.slice(0, trees.length)
+    for (let i = 0; i < n; i++) if ((this.colour[i] & SHAPE) !== 0) entries[at[treeOf[i]]++] = i
+    const shapeTrees = Array.from(trees, (size, t) => {
+      if (size === 0) return null
+      const tree = new Flatbush(size)
+      for (let k = starts[t]; k < starts[t + 1]; k++) {
+        const i = entries[k]
+        tree.add(b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3])
       }
-      shapeTree.finish()
-    }
-    return { grid, shapeTree, shapeEntries }
+      tree.finish()
+      return tree
+    })
+    return { grid: new ClusterGrids(grids[0], grids.slice(1)), shapes: { trees: shapeTrees, entries, starts } }
   }
+}
+
+/**
+ * The lines and polygons, grouped by level (tile-grid.ts's shapeLevel): group t holds the shapes of
+ * level t − 1 (level -1: larger than a cell at every zoom) as entries[starts[t]] to entries[starts[t + 1]],
+ * and trees[t] is its tree (null when empty). At zoom z the shapes drawn as themselves are groups 0 to z.
+ */
+interface ShapeTrees {
+  trees: (Flatbush | null)[]
+  entries: Uint32Array
+  starts: Uint32Array
 }
 
 // Moves the run at heap[at] down to its place in a min-heap of runs keyed by the ids at their heads.
@@ -429,14 +464,19 @@ export interface BoxIndexParts {
   geometryAt: Uint32Array
   packed: Float64Array[]
   bytes: number
-  grid: PointGridParts
-  shapeTree: ArrayBuffer | null
+  grid: ClusterGridsParts
+  shapeTrees: (ArrayBuffer | null)[]
   shapeEntries: Uint32Array
+  shapeStarts: Uint32Array
 }
 
 // The array itself when it spans its whole buffer, otherwise a copy that does: a view's buffer may be
 // shared (Buffer's pool), and moving it would take its neighbours along.
 // (A Buffer's own slice() is a view, hence the typed array's copy.)
+function ownGrid (g: PointGridParts): PointGridParts {
+  return { keys: own(g.keys), items: own(g.items), colours: own(g.colours), palette: g.palette }
+}
+
 function own<T extends Uint8Array | Uint16Array | Uint32Array | Float64Array> (a: T): T {
   if (a.byteOffset === 0 && a.byteLength === a.buffer.byteLength && !(a.buffer instanceof SharedArrayBuffer)) return a
   const copy = new (a instanceof Uint8Array ? Uint8Array : a.constructor as new (n: number) => T)(a.length) as T
@@ -446,11 +486,11 @@ function own<T extends Uint8Array | Uint16Array | Uint32Array | Float64Array> (a
 
 /** The buffers a postMessage of these parts moves to the receiving thread instead of copying. */
 export function transferList (p: BoxIndexParts): ArrayBuffer[] {
-  const views = [p.ids, ...p.chunks, p.starts, p.fragments, p.fragmentStarts, p.geometryAt, ...p.packed, p.shapeEntries,
-    p.grid.keys, p.grid.items, p.grid.colours]
+  const views = [p.ids, ...p.chunks, p.starts, p.fragments, p.fragmentStarts, p.geometryAt, ...p.packed, p.shapeEntries, p.shapeStarts,
+    ...[p.grid.points, ...p.grid.shapes].flatMap((g) => [g.keys, g.items, g.colours])]
   const buffers = new Set<ArrayBuffer>(views.map((v) => v.buffer as ArrayBuffer))
   if (p.tree) buffers.add(p.tree)
-  if (p.shapeTree) buffers.add(p.shapeTree)
+  for (const t of p.shapeTrees) if (t) buffers.add(t)
   return [...buffers]
 }
 
@@ -477,17 +517,15 @@ export class BoxIndex {
   private readonly chunkViews: Uint8Array[]
   /** The summaries' bytes as served. */
   readonly bytes: number
-  /** The Point placemarks on the tiles' grid (lib/geo/tile-grid.ts), items being entry positions. */
-  readonly grid: PointGrid
-  // The lines' and polygons' own tree, over shapeEntries (their entry positions).
-  private readonly shapeTree: Flatbush | null
-  private readonly shapeEntries: Uint32Array
+  /** The placemarks on the tiles' grids (lib/geo/tile-grid.ts), items being entry positions. */
+  readonly grid: ClusterGrids
+  // The lines' and polygons' own trees, by level.
+  private readonly shapes: ShapeTrees
   /** `tree`: finished, over the entries' bounds in their order (null when there are none). */
   constructor (size: number, ids: Uint32Array, tree: Flatbush | null, chunks: Buffer[], starts: Uint32Array, fragments: Buffer, fragmentStarts: Uint32Array,
-    geometryAt: Uint32Array, packed: Float64Array[], bytes: number, grid: PointGrid, shapeTree: Flatbush | null, shapeEntries: Uint32Array) {
+    geometryAt: Uint32Array, packed: Float64Array[], bytes: number, grid: ClusterGrids, shapes: ShapeTrees) {
     this.grid = grid
-    this.shapeTree = shapeTree
-    this.shapeEntries = shapeEntries
+    this.shapes = shapes
     this.size = size
     this.ids = ids
     this.chunks = chunks
@@ -520,16 +558,18 @@ export class BoxIndex {
       geometryAt: own(this.geometryAt),
       packed: this.packed.map(own),
       bytes: this.bytes,
-      grid: (({ keys, items, colours, palette }) => ({ keys: own(keys), items: own(items), colours: own(colours), palette }))(this.grid.toParts()),
-      shapeTree: this.shapeTree ? this.shapeTree.data as ArrayBuffer : null,
-      shapeEntries: own(this.shapeEntries)
+      grid: (({ points, shapes }) => ({ points: ownGrid(points), shapes: shapes.map(ownGrid) }))(this.grid.toParts()),
+      shapeTrees: this.shapes.trees.map((t) => (t ? t.data as ArrayBuffer : null)),
+      shapeEntries: own(this.shapes.entries),
+      shapeStarts: own(this.shapes.starts)
     }
   }
 
   static fromParts (p: BoxIndexParts): BoxIndex {
     const buffer = (a: Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)
     return new BoxIndex(p.size, p.ids, p.tree ? Flatbush.from(p.tree) : null, p.chunks.map(buffer), p.starts, buffer(p.fragments),
-      p.fragmentStarts, p.geometryAt, p.packed, p.bytes, PointGrid.fromParts(p.grid), p.shapeTree ? Flatbush.from(p.shapeTree) : null, p.shapeEntries)
+      p.fragmentStarts, p.geometryAt, p.packed, p.bytes, ClusterGrids.fromParts(p.grid),
+      { trees: p.shapeTrees.map((t) => (t ? Flatbush.from(t) : null)), entries: p.shapeEntries, starts: p.shapeStarts })
   }
 
   /** Memory held: records, shared pieces, tree, packed geometries and the per-entry arrays. */
@@ -539,8 +579,8 @@ export class BoxIndex {
     let packed = 0
     for (const p of this.packed) packed += p.byteLength
     return records + this.fragments.length + this.fragmentStarts.byteLength + (this.tree ? this.tree.data.byteLength : 0) + this.ids.byteLength +
-      this.starts.byteLength + this.geometryAt.byteLength + packed + this.grid.memoryBytes + (this.shapeTree ? this.shapeTree.data.byteLength : 0) +
-      this.shapeEntries.byteLength
+      this.starts.byteLength + this.geometryAt.byteLength + packed + this.grid.memoryBytes +
+      this.shapes.trees.reduce((sum, t) => sum + (t ? t.data.byteLength : 0), 0) + this.shapes.entries.byteLength
   }
 
   /** The placemark id of entry i. */
@@ -555,12 +595,19 @@ export class BoxIndex {
     return out.toString('utf8')
   }
 
-  /** The entries (positions) of the lines and polygons intersecting the box that `keep` accepts, the first `limit` in id order. */
-  shapesIn (box: Box, keep: (i: number) => boolean = () => true, limit = Infinity): number[] {
-    const tree = this.shapeTree
-    if (!tree) return []
+  /**
+   * The entries (positions) of the lines and polygons intersecting the box that `keep` accepts, the
+   * first `limit` in id order; with `zoom`, only those a tile of that zoom draws as themselves (of a
+   * level below it: larger than a grid cell there), the others being counted in its clusters.
+   */
+  shapesIn (box: Box, keep: (i: number) => boolean = () => true, limit = Infinity, zoom = SHAPE_LEVELS): number[] {
+    const { trees, entries, starts } = this.shapes
     const found: number[] = []
-    for (const b of splitBox(box)) for (const k of tree.search(b.minLon, b.minLat, b.maxLon, b.maxLat)) found.push(this.shapeEntries[k])
+    for (let t = 0; t <= Math.min(zoom, trees.length - 1); t++) {
+      const tree = trees[t]
+      if (!tree) continue
+      for (const b of splitBox(box)) for (const k of tree.search(b.minLon, b.minLat, b.maxLon, b.maxLat)) found.push(entries[starts[t] + k])
+    }
     return this.merged(found, limit, (i) => keep(i) && this.intersects(i, box))
   }
 

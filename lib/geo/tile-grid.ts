@@ -280,66 +280,118 @@ export class PointGrid {
    * points' count, mean position and most common colour.
    */
   cells (z: number, tx: number, ty: number): GridCell[] {
+    return PointGrid.merged([this], z, tx, ty)
+  }
+
+  /**
+   * The non-empty cells of tile z/x/y's grid over several grids numbered by one palette, in key order:
+   * per cell the points the grids hold in it, their mean position and the colour most of them share.
+   */
+  static merged (grids: readonly PointGrid[], z: number, tx: number, ty: number): GridCell[] {
     const tileSpan = 4 ** (GRID_LEVEL - z)
     const first = mortonKey(tx * 2 ** (GRID_LEVEL - z), ty * 2 ** (GRID_LEVEL - z))
-    const start = this.lowerBound(first, 0, this.size)
-    const end = this.lowerBound(first + tileSpan, start, this.size)
     const cellSpan = tileSpan / (1 << (2 * GRID_BITS))
+    // Per cell of the tile (its rank in key order), the runs of the grids' points in it.
+    let runs: Run[][] | null = null
+    let only: Run[] = []
+    for (let g = 0; g < grids.length; g++) {
+      const grid = grids[g]
+      if (grid.size === 0) continue
+      const start = grid.lowerBound(first, 0, grid.size)
+      const end = grid.lowerBound(first + tileSpan, start, grid.size)
+      if (start === end) continue
+      const found: Run[] = []
+      for (let a = start; a < end;) {
+        const cell = Math.floor(grid.keys[a] / cellSpan) * cellSpan
+        const b = grid.lowerBound(cell + cellSpan, a + 1, end)
+        found.push({ grid, a, b, rank: (cell - first) / cellSpan })
+        a = b
+      }
+      // One grid with points in the tile (the usual case): its runs are the cells.
+      if (runs === null && only.length === 0) {
+        only = found
+        continue
+      }
+      if (runs === null) {
+        runs = []
+        for (const r of only) (runs[r.rank] ??= []).push(r)
+      }
+      for (const r of found) (runs[r.rank] ??= []).push(r)
+    }
     const out: GridCell[] = []
-    for (let a = start; a < end;) {
-      const cell = Math.floor(this.keys[a] / cellSpan) * cellSpan
-      const b = this.lowerBound(cell + cellSpan, a + 1, end)
-      const n = b - a
-      const [sx, sy] = this.sums(a, b)
-      out.push({
-        count: n,
-        x: tileUnits(sx, n, z, tx),
-        y: tileUnits(sy, n, z, ty),
-        color: colourOf(this.palette, this.majority(a, b)),
-        item: this.items[a]
-      })
-      a = b
+    if (runs === null) {
+      for (const r of only) out.push(PointGrid.cellOf([r], z, tx, ty))
+    } else {
+      for (const cell of runs) if (cell !== undefined) out.push(PointGrid.cellOf(cell, z, tx, ty))
     }
     return out
   }
 
-  // The sums of positions (grid units, whole numbers: exact) of the points in [a, b).
+  // One cell from the runs of points in it (one per grid).
+  private static cellOf (runs: Run[], z: number, tx: number, ty: number): GridCell {
+    let n = 0
+    let sx = 0
+    let sy = 0
+    const counter = runs[0].grid
+    for (const r of runs) {
+      n += r.b - r.a
+      const [x, y] = r.grid.sums(r.a, r.b)
+      sx += x
+      sy += y
+      r.grid.tallyInto(counter, r.a, r.b)
+    }
+    return {
+      count: n,
+      x: tileUnits(sx, n, z, tx),
+      y: tileUnits(sy, n, z, ty),
+      color: colourOf(counter.palette, counter.majority()),
+      item: runs[0].grid.items[runs[0].a]
+    }
+  }
+
+  // The sums of positions (grid units, whole numbers: exact) of the points in [a, b): point by point up
+  // to the first block boundary and after the last, the blocks' sums between.
   private sums (a: number, b: number): [number, number] {
     let sx = 0
     let sy = 0
+    const keys = this.keys
+    const head = Math.min(b, Math.ceil(a / BLOCK) * BLOCK)
     let k = a
-    const direct = (to: number) => {
-      for (; k < to; k++) {
-        sx += decodeX(this.keys[k]) + 0.5
-        sy += decodeY(this.keys[k]) + 0.5
-      }
+    for (; k < head; k++) {
+      sx += decodeX(keys[k]) + 0.5
+      sy += decodeY(keys[k]) + 0.5
     }
-    direct(Math.min(b, Math.ceil(a / BLOCK) * BLOCK))
     for (; k + BLOCK <= b; k += BLOCK) {
       const block = k / BLOCK
       sx += this.sumX[block] + BLOCK / 2
       sy += this.sumY[block] + BLOCK / 2
     }
-    direct(b)
+    for (; k < b; k++) {
+      sx += decodeX(keys[k]) + 0.5
+      sy += decodeY(keys[k]) + 0.5
+    }
     return [sx, sy]
   }
 
-  // The colour number most points in [a, b) have.
-  private majority (a: number, b: number): number {
+  // Adds the colours of the points in [a, b) to the counts kept by `counter` (a grid of the same palette).
+  private tallyInto (counter: PointGrid, a: number, b: number): void {
+    const colours = this.colours
+    const head = Math.min(b, Math.ceil(a / BLOCK) * BLOCK)
     let k = a
-    const direct = (to: number) => {
-      for (; k < to; k++) this.count(this.colours[k])
-    }
-    direct(Math.min(b, Math.ceil(a / BLOCK) * BLOCK))
+    for (; k < head; k++) counter.count(colours[k])
     for (; k + BLOCK <= b; k += BLOCK) {
       const block = k / BLOCK
       for (let h = this.histStart[block]; h < this.histStart[block + 1]; h++) {
         const c = this.histColour[h]
-        if (this.tally[c] === 0) this.touched.push(c)
-        this.tally[c] += this.histCount[h]
+        if (counter.tally[c] === 0) counter.touched.push(c)
+        counter.tally[c] += this.histCount[h]
       }
     }
-    direct(b)
+    for (; k < b; k++) counter.count(colours[k])
+  }
+
+  // The colour number counted most since the last call (then the counts start again).
+  private majority (): number {
     let best = 0
     let most = -1
     for (const c of this.touched) {
@@ -353,6 +405,83 @@ export class PointGrid {
     }
     this.touched.length = 0
     return best
+  }
+}
+
+// Of one grid, the points in [a, b) (positions in its order), all in one cell of a tile: rank is the
+// cell's place among the tile's 256 in key order.
+interface Run { grid: PointGrid; a: number; b: number; rank: number }
+
+/** The levels of shapes: a line or polygon of level L spans less than a grid cell at zooms 0 to L (see shapeLevel). */
+export const SHAPE_LEVELS = GRID_LEVEL - GRID_BITS + 1
+
+/**
+ * The last zoom at which a line or polygon whose bounds span `span` cells of GRID_LEVEL (the larger
+ * of its width and height, whole cells) is smaller than a cell of a tile's 16 × 16 grid: a cell at zoom
+ * z spans 2^(22 − z) of them, so it is the last z with span < 2^(22 − z). -1: at no zoom.
+ */
+export function shapeLevel (span: number): number {
+  return GRID_LEVEL - GRID_BITS - (32 - Math.clz32(span))
+}
+
+/**
+ * The bounds of a line or polygon on the grid: the cell of its centre (the middle of its longitudes
+ * and of its latitudes, null beyond Web Mercator's latitudes) and its level (shapeLevel of the larger
+ * of its width and height in cells, its latitudes held within Web Mercator's).
+ */
+export function shapeOnGrid (minLon: number, minLat: number, maxLon: number, maxLat: number): { cell: [number, number] | null; level: number } {
+  const lat = (v: number) => Math.max(-MAX_MERCATOR_LAT, Math.min(MAX_MERCATOR_LAT, v))
+  const nw = gridCell(minLon, lat(maxLat))
+  const se = gridCell(maxLon, lat(minLat))
+  const cell = gridCell((minLon + maxLon) / 2, (minLat + maxLat) / 2)
+  if (nw === null || se === null || cell === null) return { cell: null, level: -1 }
+  return { cell, level: shapeLevel(Math.max(se[0] - nw[0], se[1] - nw[1])) }
+}
+
+/** ClusterGrids as plain arrays, for postMessage. */
+export interface ClusterGridsParts {
+  points: PointGridParts
+  shapes: PointGridParts[]
+}
+
+/**
+ * The grids of a tile's clusters: the Point placemarks', and per level L those of the lines and
+ * polygons of that level, each at the cell of its centre. At zoom z a tile has the cells of its points
+ * and, apart, the cells of its shapes of levels z and above (smaller than a cell there: drawn, they
+ * would be a few pixels); a larger shape is drawn as itself.
+ */
+export class ClusterGrids {
+  readonly points: PointGrid
+  /** shapes[L]: the shapes of level L (0 to SHAPE_LEVELS − 1). */
+  readonly shapes: PointGrid[]
+
+  constructor (points: PointGrid, shapes: PointGrid[]) {
+    this.points = points
+    this.shapes = shapes
+  }
+
+  /** The non-empty cells of tile z/x/y's 16 × 16 grid (z at most 22), in key order: of its points, and of its shapes smaller than a cell. */
+  cells (z: number, tx: number, ty: number): { points: GridCell[]; shapes: GridCell[] } {
+    return { points: this.points.cells(z, tx, ty), shapes: PointGrid.merged(this.shapes.slice(Math.max(0, z)), z, tx, ty) }
+  }
+
+  /** The grids of the points and shapes whose item `keep` accepts. */
+  subset (keep: (item: number) => boolean): ClusterGrids {
+    return new ClusterGrids(this.points.subset(keep), this.shapes.map((g) => (g.size === 0 ? g : g.subset(keep))))
+  }
+
+  get memoryBytes (): number {
+    let bytes = this.points.memoryBytes
+    for (const g of this.shapes) bytes += g.memoryBytes
+    return bytes
+  }
+
+  toParts (): ClusterGridsParts {
+    return { points: this.points.toParts(), shapes: this.shapes.map((g) => g.toParts()) }
+  }
+
+  static fromParts (p: ClusterGridsParts): ClusterGrids {
+    return new ClusterGrids(PointGrid.fromParts(p.points), p.shapes.map((s) => PointGrid.fromParts(s)))
   }
 }
 

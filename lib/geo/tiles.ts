@@ -86,32 +86,52 @@ export function abbreviated (n: number): string {
   return n >= 10000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${Math.round(n / 100) / 10}k` : String(n)
 }
 
-/**
- * Tile z/x/y's features (in tile coordinates of TILE_EXTENT): the placemarks given (lines and polygons
- * clipped to the tile and its buffer and simplified for the zoom, none at the highest zoom; points where
- * they are) and the clusters given (grid cells of two points or more, lib/geo/tile-grid.ts), each a point
- * feature with `cluster: true`, `point_count`, `point_count_abbreviated` and `color` (no id).
- */
-export function tileFeatures (placemarks: TilePlacemark[], clusters: GridCell[], z: number, x: number, y: number): GeoJSONVTFeature[] {
+/** What a tile shows: placemarks drawn as themselves, and at a cluster zoom the cells of its grid. */
+export interface TileContent {
+  /** Placemarks drawn as themselves: lines and polygons clipped to the tile and its buffer and simplified for the zoom (none at the highest zoom), points where they are. */
+  drawn: TilePlacemark[]
+  /** The placemarks alone in their cell (points, and lines and polygons smaller than a cell): drawn whole, not simplified, so that none is dropped. */
+  lone?: TilePlacemark[]
+  /** The cells of two points or more. */
+  clusters?: GridCell[]
+  /** The cells of two lines or polygons or more, each smaller than a cell. */
+  shapeClusters?: GridCell[]
+}
+
+// A cell's side in tile units: a placemark alone in a cell, smaller than one, lies within this of the tile.
+const CELL_UNITS = TILE_EXTENT / 16
+
+function tiled (placemarks: TilePlacemark[], z: number, x: number, y: number, buffer: number, tolerance: number): GeoJSONVTFeature[] {
   const shown = placemarks.filter(inMercator).map(feature)
-  const out: GeoJSONVTFeature[] = []
-  if (shown.length > 0) {
-    const tile = geoJSONToTile({ type: 'FeatureCollection', features: shown }, z, x, y, {
-      extent: TILE_EXTENT, buffer: TILE_BUFFER, tolerance: TOLERANCE, maxZoom: MAX_TILE_ZOOM, clip: true, wrap: false
-    })
-    out.push(...tile.features)
-  }
-  for (const c of clusters) {
-    const tags: Properties = { cluster: true, point_count: c.count, point_count_abbreviated: abbreviated(c.count) }
-    if (c.color !== null) tags.color = c.color
-    out.push({ type: 1, geometry: [[c.x, c.y]], tags } as unknown as GeoJSONVTFeature)
-  }
+  if (shown.length === 0) return []
+  return geoJSONToTile({ type: 'FeatureCollection', features: shown }, z, x, y, {
+    extent: TILE_EXTENT, buffer, tolerance, maxZoom: MAX_TILE_ZOOM, clip: true, wrap: false
+  }).features
+}
+
+function clusterFeature (c: GridCell, count: 'point_count' | 'shape_count'): GeoJSONVTFeature {
+  const tags: Properties = { cluster: true, [count]: c.count, [`${count}_abbreviated`]: abbreviated(c.count) }
+  if (c.color !== null) tags.color = c.color
+  return { type: 1, geometry: [[c.x, c.y]], tags } as unknown as GeoJSONVTFeature
+}
+
+/**
+ * Tile z/x/y's features (in tile coordinates of TILE_EXTENT): the placemarks drawn and alone in their
+ * cell, and the clusters (grid cells of two points or more, lib/geo/tile-grid.ts), each a point feature
+ * with `cluster: true`, `point_count`, `point_count_abbreviated` and `color` (no id); the clusters of
+ * lines and polygons the same with `shape_count` and `shape_count_abbreviated`.
+ */
+export function tileFeatures (content: TileContent, z: number, x: number, y: number): GeoJSONVTFeature[] {
+  const out = tiled(content.drawn, z, x, y, TILE_BUFFER, TOLERANCE)
+  if (content.lone !== undefined && content.lone.length > 0) out.push(...tiled(content.lone, z, x, y, CELL_UNITS, 0))
+  for (const c of content.clusters ?? []) out.push(clusterFeature(c, 'point_count'))
+  for (const c of content.shapeClusters ?? []) out.push(clusterFeature(c, 'shape_count'))
   return out
 }
 
 /** Tile z/x/y as Mapbox Vector Tile bytes (one layer, `placemarks`, version 2), or null when it has no feature. */
-export function buildTile (placemarks: TilePlacemark[], clusters: GridCell[], z: number, x: number, y: number): Buffer | null {
-  const features = tileFeatures(placemarks, clusters, z, x, y)
+export function buildTile (content: TileContent, z: number, x: number, y: number): Buffer | null {
+  const features = tileFeatures(content, z, x, y)
   if (features.length === 0) return null
   const layer = { features } as unknown as GeoJSONVTTile
   const bytes = fromGeojsonVt({ [TILE_LAYER]: layer }, { version: TILE_LAYER_VERSION, extent: TILE_EXTENT })
@@ -132,9 +152,11 @@ export const TILE_FIELDS: Record<string, string> = {
   icon: 'String: the icon\'s href (absent when the style names none)',
   time_begin: 'Number: the start of the KML time, milliseconds since the epoch (absent without one)',
   time_end: 'Number: the end of the KML time, milliseconds since the epoch (absent without one or for an open span)',
-  cluster: 'Boolean: true on a cluster of points (zooms below TILE_CLUSTER_MAX_ZOOM)',
-  point_count: 'Number: how many placemarks a cluster holds',
-  point_count_abbreviated: 'String: point_count shortened (1.2k)'
+  cluster: 'Boolean: true on a cluster of points or of shapes (zooms below TILE_CLUSTER_MAX_ZOOM)',
+  point_count: 'Number: how many Point placemarks a cluster of points holds',
+  point_count_abbreviated: 'String: point_count shortened (1.2k)',
+  shape_count: 'Number: how many lines and polygons a cluster of shapes holds (each smaller than a grid cell at this zoom, counted at the centre of its bounds)',
+  shape_count_abbreviated: 'String: shape_count shortened (1.2k)'
 }
 
 interface SummaryFields {

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import { Counter, Gauge } from 'prom-client'
 import { buildTile, MAX_MERCATOR_LAT, tilePlacemark, tilePlacemarks, tileReadBox } from '../../lib/geo/tiles.ts'
-import { majorityColour, mortonKey, tileUnits, type GridCell, type PointGrid } from '../../lib/geo/tile-grid.ts'
+import { majorityColour, mortonKey, tileUnits, type ClusterGrids, type GridCell } from '../../lib/geo/tile-grid.ts'
 import { intersectsBox, type Geometry } from '../../lib/geo/box.ts'
 import type { BoxIndex } from '../../lib/geo/box-index.ts'
 import type { StyleResolver } from '../../lib/kml/resolved-style.ts'
@@ -34,9 +34,10 @@ declare module 'fastify' {
 }
 
 /**
- * At zooms with clusters, a tile's points are its grid's cells (exact, no cap); its lines and polygons
- * are at most this many (the first by id among those crossing it). At zooms without clusters, a tile
- * shows at most this many placemarks (the first by id in its box).
+ * At zooms with clusters, a tile's points, and its lines and polygons smaller than a grid cell, are its
+ * grids' cells (exact, no cap); the larger lines and polygons it draws are at most this many (the first by
+ * id among those crossing it: only shapes overlapping by the thousands reach it). At zooms without
+ * clusters, a tile shows at most this many placemarks (the first by id in its box).
  */
 export const TILE_MAX_PLACEMARKS = 20_000
 
@@ -106,7 +107,7 @@ export default fp(async function tiles (app: FastifyInstance) {
     }
     return styles.resolver
   }
-  interface Match { flags: Uint8Array; grids: WeakMap<BoxIndex, PointGrid> }
+  interface Match { flags: Uint8Array; grids: WeakMap<BoxIndex, ClusterGrids> }
   let matches: { version: number; byKey: Map<string, Promise<Match>> } = { version: -1, byKey: new Map() }
   const matchOf = (filter: TileFilterValues): Promise<Match> => {
     const version = app.datasetVersion.current()
@@ -135,7 +136,7 @@ export default fp(async function tiles (app: FastifyInstance) {
     const box = tileReadBox(z, x, y)
     if (z >= clusterMaxZoom) {
       const placemarks = bounded(index.entriesInBox(box, TILE_MAX_PLACEMARKS + 1, keep), 'placemarks').map((i) => tilePlacemark(index.summaryOf(i), resolver))
-      return buildTile(placemarks, [], z, x, y)
+      return buildTile({ drawn: placemarks }, z, x, y)
     }
     let grid = index.grid
     if (match !== null) {
@@ -143,9 +144,11 @@ export default fp(async function tiles (app: FastifyInstance) {
       match.grids.set(index, grid)
     }
     const cells = grid.cells(z, x, y)
-    const shapes = bounded(index.shapesIn(box, keep, TILE_MAX_PLACEMARKS + 1), 'shapes').map((i) => tilePlacemark(index.summaryOf(i), resolver))
-    const lone = cells.filter((c) => c.count === 1).map((c) => tilePlacemark(index.summaryOf(c.item), resolver))
-    return buildTile([...shapes, ...lone], cells.filter((c) => c.count > 1), z, x, y)
+    // The lines and polygons larger than a cell; the smaller ones are in the cells.
+    const shapes = bounded(index.shapesIn(box, keep, TILE_MAX_PLACEMARKS + 1, z), 'shapes').map((i) => tilePlacemark(index.summaryOf(i), resolver))
+    const lone = [...cells.points, ...cells.shapes].filter((c) => c.count === 1).map((c) => tilePlacemark(index.summaryOf(c.item), resolver))
+    const clusters = (list: GridCell[]) => list.filter((c) => c.count > 1)
+    return buildTile({ drawn: shapes, lone, clusters: clusters(cells.points), shapeClusters: clusters(cells.shapes) }, z, x, y)
   }
 
   // The same tile from the database: at a zoom without clusters the box query's placemarks, at a cluster
@@ -155,31 +158,40 @@ export default fp(async function tiles (app: FastifyInstance) {
     const box = tileReadBox(z, x, y)
     if (z >= clusterMaxZoom) {
       const read = tilePlacemarks(await app.boxIndex.query(box, match === null ? TILE_MAX_PLACEMARKS + 1 : ALL), resolver)
-      return buildTile(bounded(match === null ? read : read.filter((p) => match.flags[p.id] === 1), 'placemarks'), [], z, x, y)
+      return buildTile({ drawn: bounded(match === null ? read : read.filter((p) => match.flags[p.id] === 1), 'placemarks') }, z, x, y)
     }
-    const [groups, shapeRows] = await Promise.all([tileCellGroups(app.db, z, x, y, box, filter), tileShapes(app.db, box, filter, TILE_MAX_PLACEMARKS + 1)])
+    const [groups, shapeRows] = await Promise.all([tileCellGroups(app.db, z, x, y, box, filter), tileShapes(app.db, z, box, filter, TILE_MAX_PLACEMARKS + 1)])
     const shapes = shapeRows.filter((r) => intersectsBox(JSON.parse(r.geometry) as Geometry, box)).map((r) => tilePlacemark(r.summary, resolver))
-    const byCell = new Map<number, { count: number; sx: number; sy: number; colours: Map<string, number>; id: number }>()
-    for (const g of groups) {
-      const key = mortonKey(g.cx, g.cy)
-      let cell = byCell.get(key)
-      if (cell === undefined) byCell.set(key, cell = { count: 0, sx: 0, sy: 0, colours: new Map(), id: g.id })
-      cell.count += g.n
-      cell.sx += g.sum_x
-      cell.sy += g.sum_y
-      cell.id = Math.min(cell.id, g.id)
-      const colour = resolver.resolve(g.style_id, 'Point').color ?? ''
-      cell.colours.set(colour, (cell.colours.get(colour) ?? 0) + g.n)
+    // Per kind (points, and shapes smaller than a cell), the cells in the grid's order (Morton keys), as the index gives them.
+    const cellsOf = (point: boolean) => {
+      const byCell = new Map<number, { count: number; sx: number; sy: number; colours: Map<string, number>; id: number }>()
+      for (const g of groups) {
+        if ((g.geometry_type === 'Point') !== point) continue
+        const key = mortonKey(g.cx, g.cy)
+        let cell = byCell.get(key)
+        if (cell === undefined) byCell.set(key, cell = { count: 0, sx: 0, sy: 0, colours: new Map(), id: g.id })
+        cell.count += g.n
+        cell.sx += g.sum_x
+        cell.sy += g.sum_y
+        cell.id = Math.min(cell.id, g.id)
+        // A line's and a polygon's colour is their line colour.
+        const colour = resolver.resolve(g.style_id, point ? 'Point' : 'LineString').color ?? ''
+        cell.colours.set(colour, (cell.colours.get(colour) ?? 0) + g.n)
+      }
+      return [...byCell.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => c)
     }
-    // In the grid's order (Morton keys of the cells), as the index gives them.
-    const cells = [...byCell.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => c)
-    const loneIds = cells.filter((c) => c.count === 1).map((c) => c.id)
+    const [pointCells, shapeCells] = [cellsOf(true), cellsOf(false)]
+    const loneIds = [...pointCells, ...shapeCells].filter((c) => c.count === 1).map((c) => c.id)
     const lone = new Map((await placemarkSummaries(app.db, loneIds)).map((s) => tilePlacemark(s, resolver)).map((p) => [p.id, p]))
-    const clusters: GridCell[] = cells.filter((c) => c.count > 1).map((c) => ({
+    const clusters = (cells: typeof pointCells): GridCell[] => cells.filter((c) => c.count > 1).map((c) => ({
       count: c.count, x: tileUnits(c.sx, c.count, z, x), y: tileUnits(c.sy, c.count, z, y), color: majorityColour(c.colours), item: c.id
     }))
-    const points = loneIds.map((id) => lone.get(id)).filter((p) => p !== undefined)
-    return buildTile([...bounded(shapes, 'shapes'), ...points], clusters, z, x, y)
+    return buildTile({
+      drawn: bounded(shapes, 'shapes'),
+      lone: loneIds.map((id) => lone.get(id)).filter((p) => p !== undefined),
+      clusters: clusters(pointCells),
+      shapeClusters: clusters(shapeCells)
+    }, z, x, y)
   }
 
   app.decorate('tiles', {

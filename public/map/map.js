@@ -450,7 +450,7 @@ async function start () {
   for (const layer of [ICON_LAYER, POINT_LAYER, LINE_LAYER, FILL_LAYER]) {
     map.on('click', layer, (e) => {
       const feature = e.features?.[0]
-      if (!feature || feature.properties.point_count !== undefined) return
+      if (!feature || feature.properties.cluster) return
       const at = feature.geometry.type === 'Point' ? /** @type {[number, number]} */ (feature.geometry.coordinates) : e.lngLat
       void openPopup(Number(feature.id ?? feature.properties.id), at)
     })
@@ -461,21 +461,23 @@ async function start () {
   }
 
   // --- What the view holds, as a list a keyboard can reach: each opens its popup, a cluster zooms in.
+  /** How many placemarks a cluster holds (points, or lines and polygons). @param {RenderedFeature} f */
+  const clusterSize = (f) => Number(f.properties.point_count ?? f.properties.shape_count)
   let listed = ''
   function listVisible () {
     const seen = new Set()
     /** @type {RenderedFeature[]} */
     const features = []
     for (const f of map.queryRenderedFeatures({ layers: PICKABLE })) {
-      const key = f.properties.point_count !== undefined ? `c${JSON.stringify(/** @type {import('geojson').Point} */ (f.geometry).coordinates)}` : `p${f.id ?? f.properties.id}`
+      const key = f.properties.cluster ? `c${JSON.stringify(/** @type {import('geojson').Point} */ (f.geometry).coordinates)}` : `p${f.id ?? f.properties.id}`
       if (seen.has(key)) continue
       seen.add(key)
       features.push(f)
     }
-    const clusters = features.filter((f) => f.properties.point_count !== undefined).sort((a, b) => b.properties.point_count - a.properties.point_count)
-    const placemarks = features.filter((f) => f.properties.point_count === undefined).sort((a, b) => String(a.properties.name).localeCompare(String(b.properties.name)))
+    const clusters = features.filter((f) => f.properties.cluster).sort((a, b) => clusterSize(b) - clusterSize(a))
+    const placemarks = features.filter((f) => !f.properties.cluster).sort((a, b) => String(a.properties.name).localeCompare(String(b.properties.name)))
     const shown = [...clusters, ...placemarks].slice(0, LIST_MAX)
-    const key = shown.map((f) => f.properties.point_count !== undefined ? `c${f.properties.point_count}@${JSON.stringify(/** @type {import('geojson').Point} */ (f.geometry).coordinates)}` : `p${f.id ?? f.properties.id}`).join(',')
+    const key = shown.map((f) => f.properties.cluster ? `c${clusterSize(f)}@${JSON.stringify(/** @type {import('geojson').Point} */ (f.geometry).coordinates)}` : `p${f.id ?? f.properties.id}`).join(',')
     if (key === listed) return
     listed = key
     // A keyboard reader who zoomed into a cluster from the list stays in the list.
@@ -485,9 +487,11 @@ async function start () {
       const item = document.createElement('li')
       const button = document.createElement('button')
       button.type = 'button'
-      if (f.properties.point_count !== undefined) {
+      if (f.properties.cluster) {
         button.className = 'cluster'
-        button.textContent = `A cluster of ${plural(Number(f.properties.point_count), 'placemark')}: zoom in`
+        button.textContent = f.properties.point_count !== undefined
+          ? `A cluster of ${plural(clusterSize(f), 'placemark')}: zoom in`
+          : `A cluster of ${clusterSize(f).toLocaleString('en')} small lines and polygons: zoom in`
         button.addEventListener('click', () => zoomInto(f))
       } else {
         button.textContent = String(f.properties.name || '(no name)')

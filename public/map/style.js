@@ -2,7 +2,8 @@
  * The map's MapLibre style: the base map (raster tiles from MAP_TILE_URL, when set) under the placemarks'
  * vector tiles, drawn with their KML styles: a point's icon (an image of the imported KMZ) or else a
  * circle of its icon colour, a line's colour and width, a polygon's fill and outline. A cluster is a
- * circle of the colour most of its points share, its count written on it. A placemark whose style says
+ * circle of the colour most of its points share, its count written on it; a cluster of lines and
+ * polygons (each smaller than a grid cell at that zoom) is a paler one. A placemark whose style says
  * nothing takes the page's default colour.
  *
  * Icons: a point whose `icon` attribute is a plain relative href (`images/icon-1.png`, an image the KMZ
@@ -40,7 +41,9 @@ const DEFAULT_FILL = '#2e8b5766'
 /** A colour attribute (`#rrggbbaa`) as a colour, or the default when the attribute is absent or unreadable. */
 const colour = (/** @type {string} */ attribute, /** @type {string} */ fallback) => /** @type {Expression} */ (['to-color', ['get', attribute], fallback])
 
-const isCluster = /** @type {Expression} */ (['has', 'point_count'])
+// A cluster of points (`point_count`) or of lines and polygons smaller than a grid cell (`shape_count`).
+const isCluster = /** @type {Expression} */ (['has', 'cluster'])
+const clusterCount = /** @type {Expression} */ (['coalesce', ['get', 'point_count'], ['get', 'shape_count']])
 
 // --- KML icons.
 
@@ -201,9 +204,10 @@ export function mapStyle ({ tiles, baseTiles, attribution, scheme }) {
       'source-layer': SOURCE_LAYER,
       filter: isCluster,
       paint: {
-        'circle-radius': ['interpolate', ['linear'], ['get', 'point_count'], 2, 11, 100, 16, 1000, 20, 100000, 28],
-        'circle-color': colour('color', DEFAULT_POINT),
-        'circle-opacity': 0.85,
+        'circle-radius': ['interpolate', ['linear'], clusterCount, 2, 11, 100, 16, 1000, 20, 100000, 28],
+        'circle-color': ['case', ['has', 'shape_count'], colour('color', DEFAULT_LINE), colour('color', DEFAULT_POINT)],
+        // A cluster of shapes paler than one of points.
+        'circle-opacity': ['case', ['has', 'shape_count'], 0.55, 0.85],
         'circle-stroke-width': 2,
         'circle-stroke-color': halo
       }
@@ -215,7 +219,7 @@ export function mapStyle ({ tiles, baseTiles, attribution, scheme }) {
       'source-layer': SOURCE_LAYER,
       filter: isCluster,
       layout: {
-        'text-field': ['coalesce', ['get', 'point_count_abbreviated'], ['to-string', ['get', 'point_count']]],
+        'text-field': ['coalesce', ['get', 'point_count_abbreviated'], ['get', 'shape_count_abbreviated'], ['to-string', clusterCount]],
         // No glyph server: MapLibre draws the digits with the browser's own sans-serif.
         'text-font': ['sans-serif'],
         'text-size': 12,

@@ -121,6 +121,10 @@ t.test('the whole dataset drawn from the tiles, clusters adding up, then panned 
   t.ok(whole.clusters > 0, `${whole.clusters} clusters and ${whole.points} lone points drawn`)
   t.equal(whole.labels, whole.clusters, 'each cluster has its count written on it')
   t.equal(whole.placemarks, stats.geometry_types.Point, 'cluster counts plus lone points are every Point placemark')
+  // The lines and polygons, each smaller than a cell at this zoom, counted in the clusters of shapes or drawn alone.
+  const shapes = (stats.geometry_types.LineString ?? 0) + (stats.geometry_types.Polygon ?? 0)
+  t.ok(whole.shapes > 0, `${whole.shapes} lines and polygons in clusters, ${whole.drawnShapes} drawn`)
+  t.equal(whole.shapes + whole.drawnShapes, shapes, 'every line and polygon')
   const colours = await page.evaluate(() => {
     const map = (globalThis as any).placemarkMap
     return [...new Set(map.queryRenderedFeatures({ layers: ['clusters', 'points'] }).map((f: any) => f.properties.color))]

@@ -84,21 +84,25 @@ export const mapIdle = (page: Page): Promise<void> => page.evaluate(() => new Pr
 }))
 
 /**
- * The clusters and lone points the map page draws in its view (circles or icons), each once: their count
- * and the placemarks they stand for, and the cluster labels drawn.
+ * The clusters and lone points the map page draws in its view (circles or icons), each once: their count,
+ * the Point placemarks they stand for (`placemarks`), the small lines and polygons its clusters of shapes
+ * stand for (`shapes`), the cluster labels drawn, and the lines and polygons drawn as themselves (`drawnShapes`).
  */
 export const drawnPoints = (page: Page) => page.evaluate(() => {
   const map = (globalThis as any).placemarkMap
   const seen = new Map<string, number>()
   for (const f of map.queryRenderedFeatures({ layers: ['clusters', 'points', 'icons'] })) {
-    const cluster = f.properties.point_count !== undefined
-    seen.set(cluster ? `c${JSON.stringify(f.geometry.coordinates)}` : `p${f.id}`, cluster ? Number(f.properties.point_count) : 1)
+    const cluster = f.properties.cluster === true
+    const shapes = f.properties.shape_count !== undefined
+    seen.set(cluster ? `c${shapes ? 's' : ''}${JSON.stringify(f.geometry.coordinates)}` : `p${f.id}`, cluster ? Number(f.properties.point_count ?? f.properties.shape_count) : 1)
   }
   const keys = [...seen.keys()]
   return {
     clusters: keys.filter((k) => k[0] === 'c').length,
     points: keys.filter((k) => k[0] === 'p').length,
-    placemarks: [...seen.values()].reduce((a, b) => a + b, 0),
-    labels: map.queryRenderedFeatures({ layers: ['cluster-counts'] }).length as number
+    placemarks: [...seen.entries()].filter(([k]) => !k.startsWith('cs')).reduce((a, [, b]) => a + b, 0),
+    shapes: [...seen.entries()].filter(([k]) => k.startsWith('cs')).reduce((a, [, b]) => a + b, 0),
+    labels: map.queryRenderedFeatures({ layers: ['cluster-counts'] }).length as number,
+    drawnShapes: new Set(map.queryRenderedFeatures({ layers: ['lines', 'polygons'] }).map((f: any) => f.id)).size
   }
 })

@@ -94,24 +94,40 @@ function decode (body: Buffer): Feature[] {
   return out
 }
 
-/** The points counted over these tiles: the sum of point_counts and lone points, and the ids of the lone ones. */
+/**
+ * The points counted over these tiles: the sum of point_counts and lone points, and the ids of the lone
+ * ones; and the lines and polygons: the sum of shape_counts, and the ids of those drawn.
+ */
 async function countTiles (app: FastifyInstance, z: number, tiles: Iterable<string>, query = '') {
   let total = 0
   const ids: number[] = []
+  let shapes = 0
+  const shapeIds: number[] = []
   for (const key of tiles) {
     const [x, y] = key.split('/')
     const res = await app.inject(`/api/v1/tiles/${z}/${x}/${y}.mvt${query}`)
     if (res.statusCode === 204) continue
     for (const f of decode(res.rawPayload)) {
-      if (f.properties.geometry_type !== undefined && f.properties.geometry_type !== 'Point') continue
-      if (f.properties.cluster === true) total += f.properties.point_count as number
+      if (f.properties.shape_count !== undefined) shapes += f.properties.shape_count as number
+      else if (f.properties.cluster === true) total += f.properties.point_count as number
+      else if (f.properties.geometry_type !== 'Point') shapeIds.push(f.id!)
       else {
         total++
         ids.push(f.id!)
       }
     }
   }
-  return { total, ids }
+  return { total, ids, shapes, shapeIds }
+}
+
+/** A line's or polygon's bounds on the grid (lib/geo/tile-grid.ts): the larger side in cells of 2^26 a side. */
+function gridSpan (coordinates: [number, number][]): number {
+  const cells = coordinates.map(([lon, lat]) => {
+    const r = (lat * Math.PI) / 180
+    return [Math.floor(((lon + 180) / 360) * 2 ** 26), Math.floor(((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * 2 ** 26)]
+  })
+  const side = (k: number) => Math.max(...cells.map((c) => c[k])) - Math.min(...cells.map((c) => c[k]))
+  return Math.max(side(0), side(1))
 }
 
 t.test('exact tiles, styles, times and filters', async (t) => {
@@ -124,6 +140,12 @@ t.test('exact tiles, styles, times and filters', async (t) => {
   t.equal(app.boxIndex.state(), 'ready')
   // Ids follow the document order from 1: the points first.
   const points: Point[] = positions.map(([lon, lat], k) => ({ id: k + 1, lon, lat }))
+  // Then the lines and polygons, a road and a zone in turn.
+  const shapesLaid = Array.from({ length: 40 }, (_, k) => {
+    const lon = -115.3 + Math.floor(k / 2) * 0.01
+    const coordinates: [number, number][] = k % 2 === 0 ? [[lon, 36.0], [lon + 0.02, 36.2]] : [[lon, 36.1], [lon + 0.005, 36.1], [lon + 0.005, 36.105], [lon, 36.1]]
+    return { id: points.length + 1 + k, coordinates }
+  })
   const shown = points.filter((p) => tileOf(p.lon, p.lat, 0) !== null)
   t.equal(shown.length, points.length - 2, 'two points beyond the latitude limits')
 
@@ -146,9 +168,12 @@ t.test('exact tiles, styles, times and filters', async (t) => {
   for (const [label, app2] of [['the index', app], ['the database', await buildTestApp(t, handle, { RATE_LIMIT_MAX: 1_000_000, BBOX_INDEX_MB: 0 })]] as const) {
     t.test(`every point once over the world's tiles, from ${label}`, async (t) => {
       for (const z of label === 'the index' ? [0, 1, 2, 3] : [0, 2]) {
-        const { total, ids } = await countTiles(app2, z, world(z))
+        const { total, ids, shapes, shapeIds } = await countTiles(app2, z, world(z))
         t.equal(total, shown.length, `zoom ${z}: ${total} points over the ${4 ** z} tiles`)
         t.equal(new Set(ids).size, ids.length, `zoom ${z}: each lone point once`)
+        // The 40 lines and polygons, each smaller than a cell at these zooms: in the clusters of shapes or alone, once.
+        t.equal(shapes + shapeIds.length, 40, `zoom ${z}: ${shapes} lines and polygons in clusters, ${shapeIds.length} alone`)
+        t.equal(new Set(shapeIds).size, shapeIds.length, `zoom ${z}: each lone shape once`)
       }
       // Filtered: the folder and the text search.
       const keep = (p: Point) => (p.id - 1) % 2 === 0 && (p.id - 1) % 7 === 0
@@ -170,12 +195,19 @@ t.test('exact tiles, styles, times and filters', async (t) => {
       for (const key of window) want += tiles.get(key) ?? 0
       let total = 0
       const ids: number[] = []
+      let shapeCounted = 0
+      const shapeDrawn = new Map<number, string[]>()
       // Each tile exact, every lone point in the tile its coordinates fall in.
       for (const key of window) {
         const [x, y] = key.split('/').map(Number)
         const res = await app.inject(`/api/v1/tiles/${z}/${x}/${y}.mvt`)
-        const features = decode(res.rawPayload).filter((f) => f.properties.geometry_type === 'Point' || f.properties.cluster === true)
+        const all = decode(res.rawPayload)
+        const features = all.filter((f) => f.properties.geometry_type === 'Point' || f.properties.point_count !== undefined)
         const count = features.reduce((n, f) => n + ((f.properties.point_count as number | undefined) ?? 1), 0)
+        for (const f of all) {
+          if (f.properties.shape_count !== undefined) shapeCounted += f.properties.shape_count as number
+          else if (f.id !== undefined && f.properties.geometry_type !== 'Point') (shapeDrawn.get(f.id) ?? shapeDrawn.set(f.id, []).get(f.id)!).push(key)
+        }
         total += count
         if (count !== (tiles.get(key) ?? 0)) t.fail(`zoom ${z} tile ${key}: ${count}, expected ${tiles.get(key) ?? 0}`)
         for (const f of features) {
@@ -188,6 +220,17 @@ t.test('exact tiles, styles, times and filters', async (t) => {
       }
       t.equal(total, want, `zoom ${z}: ${total} points in ${window.size} tiles`)
       t.equal(new Set(ids).size, ids.length, `zoom ${z}: each lone point once`)
+      // The lines and polygons: smaller than a cell at this zoom (2^(22 − z) cells of 2^26), each counted once,
+      // in a cluster of shapes or alone in one tile; larger, drawn in every tile they cross and in no cluster.
+      const small = shapesLaid.filter((s) => gridSpan(s.coordinates) < 2 ** (22 - z))
+      const lone = small.filter((s) => shapeDrawn.has(s.id))
+      t.equal(shapeCounted + lone.length, small.length, `zoom ${z}: the ${small.length} lines and polygons smaller than a cell, ${shapeCounted} in clusters`)
+      t.ok(lone.every((s) => shapeDrawn.get(s.id)!.length === 1), `zoom ${z}: each lone small shape in one tile`)
+      // The larger ones within the window's tiles.
+      const [west, east, north, south] = [tileLon(cx - r, z), tileLon(cx + r + 1, z), tileLat(cy - r, z), tileLat(cy + r + 1, z)]
+      const large = shapesLaid.filter((s) => !small.includes(s) && s.coordinates.every(([lon, lat]) => lon > west && lon < east && lat < north && lat > south))
+      t.ok(large.every((s) => shapeDrawn.has(s.id)), `zoom ${z}: the ${large.length} larger ones drawn`)
+      if (z === 8) t.ok(small.length > 0 && large.length > 0, 'both kinds at zoom 8')
     }
   })
 
@@ -281,7 +324,7 @@ t.test('exact tiles, styles, times and filters', async (t) => {
     const index = app.boxIndex.index()!
     const started = performance.now()
     let cells = 0
-    for (let k = 0; k < 20; k++) cells += index.grid.cells(0, 0, 0).length
+    for (let k = 0; k < 20; k++) cells += index.grid.cells(0, 0, 0).points.length
     const perTile = (performance.now() - started) / 20
     t.ok(cells / 20 <= 256, `${cells / 20} cells`)
     t.ok(perTile < 20, `the world's grid in ${perTile.toFixed(2)} ms`)

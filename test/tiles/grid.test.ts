@@ -3,7 +3,7 @@
  * centres and colours against a count done point by point; KML colours and StyleMaps resolved.
  */
 import t from 'tap'
-import { GRID_LEVEL, gridCell, MAX_MERCATOR_LAT, mortonKey, Palette, PointGrid } from '../../lib/geo/tile-grid.ts'
+import { GRID_LEVEL, gridCell, MAX_MERCATOR_LAT, mortonKey, Palette, PointGrid, shapeLevel, shapeOnGrid } from '../../lib/geo/tile-grid.ts'
 import { kmlColorToCss, StyleResolver } from '../../lib/kml/resolved-style.ts'
 import { mulberry32 } from '../../scripts/generate-kml.ts'
 
@@ -72,8 +72,37 @@ t.test('grid cells: exact counts, one cell of one tile per point, at every zoom'
   const red = grid.subset((item) => item % 3 === 0)
   t.equal(red.cells(0, 0, 0).reduce((n, c) => n + c.count, 0), items.filter((k) => k % 3 === 0).length)
   t.ok(red.cells(0, 0, 0).every((c) => c.color === '#ff0000ff'), 'every red cluster is red')
+  // Split into three grids at random, merged: the same cells as the one grid, counts, centres and colours.
+  const parts = [0, 1, 2].map((g) => grid.subset((item) => (item * 2654435761) % 3 === g))
+  for (const [z, tx, ty] of [[0, 0, 0], [3, 1, 3], [10, 184, 401], [13, 1475, 3211]]) {
+    t.same(PointGrid.merged(parts, z, tx, ty).map(({ count, x, y, color }) => ({ count, x, y, color })),
+      grid.cells(z, tx, ty).map(({ count, x, y, color }) => ({ count, x, y, color })), `zoom ${z}: three grids merged are the one grid`)
+  }
+  t.same(PointGrid.merged([], 0, 0, 0), [], 'no grid, no cell')
   // Keys order cells along a Z curve: a tile's keys are one run.
   t.ok(mortonKey(0, 0) === 0 && mortonKey(1, 0) === 1 && mortonKey(0, 1) === 2 && mortonKey(2 ** 26 - 1, 2 ** 26 - 1) === 2 ** 52 - 1)
+})
+
+t.test('a line or polygon is smaller than a cell up to its level', async (t) => {
+  // A cell of zoom z spans 2^(22 − z) cells of the finest grid.
+  t.equal(shapeLevel(0), 22, 'one cell: small at every zoom')
+  t.equal(shapeLevel(1), 21)
+  t.equal(shapeLevel(2 ** 21 - 1), 1)
+  t.equal(shapeLevel(2 ** 21), 0, 'half a world cell: small at zoom 0 only')
+  t.equal(shapeLevel(2 ** 22 - 1), 0)
+  t.ok(shapeLevel(2 ** 22) < 0, 'a cell of zoom 0 or more: at no zoom')
+  for (let span = 1; span < 2 ** 26; span = span * 3 + 1) {
+    const level = shapeLevel(span)
+    if (level >= 0 && !(span < 2 ** (22 - level))) t.fail(`span ${span} not smaller than a cell at zoom ${level}`)
+    if (level < 22 && span < 2 ** (22 - level - 1)) t.fail(`span ${span} smaller than a cell at zoom ${level + 1}`)
+  }
+  // A 0.005° square at 36° N: about 930 × 1,150 cells: small up to zoom 11.
+  const zone = shapeOnGrid(-115.3, 36.1, -115.295, 36.105)
+  t.equal(zone.level, 11)
+  t.same(zone.cell, gridCell(-115.2975, 36.1025), 'counted at the centre of its bounds')
+  t.same(shapeOnGrid(-10, 84, 10, 89), { cell: null, level: -1 }, 'a centre past 85.05°: drawn, never counted')
+  // Reaching past 85.05°, its size is held within Web Mercator's latitudes.
+  t.equal(shapeOnGrid(-0.001, 84, 0.001, 86).level, shapeLevel(gridCell(0, 84)![1] - gridCell(0, MAX_MERCATOR_LAT)![1]))
 })
 
 t.test('KML colours and resolved styles', async (t) => {

@@ -74,7 +74,7 @@ const TileJson = Type.Object({
     minzoom: 0,
     maxzoom: MAX_TILE_ZOOM,
     bounds: [-115.3, 36.0, -115.0, 36.3],
-    vector_layers: [{ id: TILE_LAYER, description: 'One feature per placemark, or per cluster of points', minzoom: 0, maxzoom: MAX_TILE_ZOOM, fields: { id: 'Number', name: 'String', geometry_type: 'String', folder: 'String', color: 'String', point_count: 'Number' } }]
+    vector_layers: [{ id: TILE_LAYER, description: 'One feature per placemark, or per cluster of points or of small lines and polygons', minzoom: 0, maxzoom: MAX_TILE_ZOOM, fields: { id: 'Number', name: 'String', geometry_type: 'String', folder: 'String', color: 'String', point_count: 'Number' } }]
   }]
 })
 
@@ -104,7 +104,8 @@ const tiles: FastifyPluginAsyncTypebox = async (app) => {
         'and `time_begin` / `time_end` (milliseconds since the epoch) when it has a KML time. ' +
         'At zooms below `TILE_CLUSTER_MAX_ZOOM` (default 14) the points are counted on a grid of 16 × 16 cells per tile (256 units, 32 px of a 512 px tile): a cell holding two points or more is one point feature at their mean position with `cluster: true`, `point_count`, `point_count_abbreviated` and `color` (the colour most of them share); ' +
         'a point belongs to the one cell of the one tile its coordinates fall in, so over any set of tiles the counts add up exactly, with no cap. ' +
-        `Lines and polygons are clipped to the tile (with a buffer of 64 units) and simplified for the zoom; a tile shows at most ${TILE_MAX_PLACEMARKS.toLocaleString('en-US')} of them at a cluster zoom, and at most ${TILE_MAX_PLACEMARKS.toLocaleString('en-US')} placemarks at higher zooms (the first by id in its box). ` +
+        'At those zooms a line or polygon smaller than a cell is counted at the centre of its bounds on a grid of its own: a cell of two or more is a point feature with `cluster: true`, `shape_count`, `shape_count_abbreviated` and `color`, a cell of one draws that shape whole. ' +
+        `Larger lines and polygons are clipped to the tile (with a buffer of 64 units) and simplified for the zoom; a tile shows at most ${TILE_MAX_PLACEMARKS.toLocaleString('en-US')} of them at a cluster zoom, and at most ${TILE_MAX_PLACEMARKS.toLocaleString('en-US')} placemarks at higher zooms (the first by id in its box). ` +
         '`folder`, `q` and `datetime` filter the tile as they filter the OGC items; a filtered tile is cached on its own. ' +
         `A client's tile requests are answered \`TILE_CONCURRENCY_PER_CLIENT\` (default 2) at a time; the next ${TILE_WAITING_PER_CLIENT} wait their turn and any more answer 503. ` +
         'An empty tile answers 204. Cached per dataset version (ETag, gzip). `tiles.json` describes the tileset.',
@@ -166,7 +167,7 @@ const tiles: FastifyPluginAsyncTypebox = async (app) => {
       minzoom: 0,
       maxzoom: MAX_TILE_ZOOM,
       bounds: b === null ? [-180, -MAX_MERCATOR_LAT, 180, MAX_MERCATOR_LAT] : [b.minLon, b.minLat, b.maxLon, b.maxLat],
-      vector_layers: [{ id: TILE_LAYER, description: 'One feature per placemark, or per cluster of points', minzoom: 0, maxzoom: MAX_TILE_ZOOM, fields: TILE_FIELDS }]
+      vector_layers: [{ id: TILE_LAYER, description: 'One feature per placemark, or per cluster of points or of small lines and polygons', minzoom: 0, maxzoom: MAX_TILE_ZOOM, fields: TILE_FIELDS }]
     }
   })
 }
