@@ -101,6 +101,24 @@ export async function settle (pid: number) {
   }
 }
 
+/**
+ * A process's RSS once it holds steady: sampled every second until it has moved less than 1 MiB over
+ * five seconds (at most a minute). Node 24 gives back the pages of a worker that has exited (the box
+ * index's) some seconds later, so a reading right after the load counts memory the process no longer holds.
+ */
+export async function steadyMemory (child: ChildProcess): Promise<{ rss_mib: number; peak_rss_mib: number } | null> {
+  const samples: number[] = []
+  const started = Date.now()
+  for (;;) {
+    const m = processMemory(child)
+    if (m === null) return null
+    samples.push(m.rss_mib)
+    const n = samples.length
+    if ((n > 5 && Math.abs(samples[n - 1] - samples[n - 6]) < 1) || Date.now() - started > 60_000) return m
+    await sleep(1000)
+  }
+}
+
 // Autovacuum after the bulk loads would take a core from the measurements: wait until it is done.
 export async function quiesce (admin: pg.Client, dbName: string) {
   const started = Date.now()

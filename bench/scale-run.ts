@@ -14,7 +14,7 @@ import { defaultPoolMax } from '../lib/config.ts'
 import { MAP_VIEWS, mapLoadAtScale } from './map-load.ts'
 import { bboxPath, boundaryBoxes, idsDiffer, percentile, randomTiles, scaleLabel, targetsOfScale, tilePath, tilesPerZoomBand } from './scale.ts'
 import { adminUrl, checkTargets, cli, CONNECTIONS, type Figure, log, results, round2, timing } from './report.ts'
-import { LOADER, processMemory, quiesce, root, run, runMeasured, type Server, settle, sleep, startProcess, startProductionServer, tracked, type Tracker } from './processes.ts'
+import { LOADER, processMemory, quiesce, root, run, runMeasured, type Server, settle, sleep, startProcess, startProductionServer, steadyMemory, tracked, type Tracker } from './processes.ts'
 import { cityBoxPaths, getBytes, randomBoxes, type Side } from './load.ts'
 
 const INSTALL_PEER = 'apt-get install -y postgresql-15-postgis-3 gdal-bin'
@@ -341,7 +341,7 @@ export async function mainScale (placemarks: number) {
     const index = await startProductionServer('ours, box index', DATABASE_URL, {}, track)
     const loaded = await waitForBoxIndex(index, started)
     if (index.child.pid) await settle(index.child.pid)
-    const indexMemory = processMemory(index.child)
+    const indexMemory = await steadyMemory(index.child)
     log(`  ready in ${round2(index.readySeconds)} s; box index ${loaded.state} after ${round2(loaded.seconds)} s; RSS ${indexMemory?.rss_mib} MiB`)
     log('starting our server with BBOX_INDEX_MB=0 (the database path)')
     const database = await startProductionServer('ours, database path', DATABASE_URL, { BBOX_INDEX_MB: '0' }, track)
