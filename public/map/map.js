@@ -382,17 +382,19 @@ async function start () {
   }
 
   /**
-   * How many placemarks a period holds under these filters: the OGC items' numberMatched.
+   * How many placemarks each period holds under these filters, in one request (/api/v1/time-histogram:
+   * per period the OGC items' numberMatched).
    * @param {Filters} f
    */
   function counter (f) {
     const base = filterParams({ ...f, datetime: '' })
-    return async (/** @type {string} */ datetime) => {
+    return async (/** @type {number} */ start, /** @type {number} */ step, /** @type {number} */ bins) => {
       const params = new URLSearchParams(base)
-      params.set('datetime', datetime)
-      params.set('limit', '1')
-      const items = /** @type {Items} */ (await getJson(`/ogc/collections/placemarks/items?${params}`))
-      return items.numberMatched ?? 0
+      params.set('start', new Date(start).toISOString())
+      params.set('step', String(step))
+      params.set('bins', String(bins))
+      const answer = /** @type {{ counts: number[] }} */ (await getJson(`/api/v1/time-histogram?${params}`))
+      return answer.counts
     }
   }
 

@@ -7,7 +7,7 @@
 
 /**
  * @typedef {{ start: number, end: number }} Period
- * @typedef {(datetime: string) => Promise<number>} Counter
+ * @typedef {(start: number, step: number, bins: number) => Promise<number[]>} Histogram
  */
 
 const SECOND = 1000
@@ -156,21 +156,15 @@ export class TimeBar {
   }
 
   /**
-   * The histogram for these filters: one count per period, a few requests at a time; a newer call wins.
-   * @param {Counter} count
+   * The histogram for these filters: one count per period (periods of one length, from the first), in
+   * one request; a newer call wins.
+   * @param {Histogram} histogram
    * @param {string} filters the filters counted, as a query string (the histogram's `data-filters`)
    */
-  async load (count, filters) {
+  async load (histogram, filters) {
     const generation = ++this.generation
-    const counts = new Array(this.periods.length).fill(0)
-    let next = 0
-    const worker = async () => {
-      while (next < this.periods.length) {
-        const i = next++
-        counts[i] = await count(periodDatetime(this.periods[i]))
-      }
-    }
-    await Promise.all([worker(), worker(), worker(), worker()])
+    const periods = this.periods
+    const counts = periods.length === 0 ? [] : await histogram(periods[0].start, periods[0].end - periods[0].start, periods.length)
     if (generation !== this.generation) return
     this.counts = counts
     this.o.histogram.dataset.total = String(counts.reduce((a, b) => a + b, 0))

@@ -159,6 +159,13 @@ t.test('the whole dataset drawn from the tiles, clusters adding up, then panned 
 
 t.test('folder, search and time filter the tiles and count the dataset, and the address reopens the view', async (t) => {
   const { page, errors } = await openPage(t)
+  // The time bar's counts: one histogram request per set of filters, not a count per period.
+  const histogramRequests: string[] = []
+  page.on('request', (r) => {
+    const url = new URL(r.url())
+    if (url.pathname === '/api/v1/time-histogram') histogramRequests.push(url.search)
+    if (url.pathname === '/ogc/collections/placemarks/items' && url.searchParams.get('limit') === '1' && url.searchParams.has('datetime')) histogramRequests.push(`a count: ${url.search}`)
+  })
   await page.goto(`${base}/map`)
   await drawn(page)
 
@@ -183,6 +190,8 @@ t.test('folder, search and time filter the tiles and count the dataset, and the 
   await page.waitForFunction(() => document.getElementById('histogram')!.dataset.filters === 'folder=Downtown&q=BEACON')
   const histogramTotal = Number(await page.locator('#histogram').getAttribute('data-total'))
   t.equal(histogramTotal, await matched({ folder: 'Downtown', q: 'BEACON', datetime: '1900-01-01T00:00:00Z/..' }), 'the histogram holds the timed matches')
+  t.ok(histogramRequests.length > 0 && histogramRequests.every((r) => !r.startsWith('a count')), `the histogram in one request per set of filters: ${histogramRequests.join(' ')}`)
+  t.ok(histogramRequests.some((r) => r.includes('folder=Downtown') && r.includes('q=BEACON')), 'with the filters')
   const heights = await page.locator('#histogram rect').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('height'))))
   const busiest = heights.indexOf(Math.max(...heights))
   await page.locator('#time').fill(String(busiest + 1))

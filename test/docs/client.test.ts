@@ -59,6 +59,7 @@ const routes = {
   listPlacemarksInBbox: ['GET', '/api/v1/spatial/bbox'],
   listTimelineEvents: ['GET', '/api/v1/timeline/events'],
   getTimeline: ['GET', '/api/v1/timeline'],
+  getTimeHistogram: ['GET', '/api/v1/time-histogram'],
   exportKml: ['GET', '/api/v1/export.kml'],
   exportKmz: ['GET', '/api/v1/export.kmz'],
   getVectorTile: ['GET', '/api/v1/tiles/{z}/{x}/{y}.mvt'],
@@ -126,6 +127,8 @@ export async function tour(): Promise<string[]> {
   const instants: (string | null)[] = events.map((e) => e.timestamp)
   const timeline = await call('getTimeline', {})
   const where: number | undefined = timeline.events[0]?.location?.lat
+  const histogram = await call('getTimeHistogram', { query: { start: '2017-10-01T00:00:00Z', step: 3600000, bins: 24, folder: folders[0] } })
+  const perHour: number[] = histogram.counts
   // Downloads: only their parameters are typed (the answer is KML or a zip, not JSON).
   void call('exportKml', { query: { folder: folders[0], bbox: '-115.18,36.09,-115.16,36.11' } })
   void call('exportKmz', {})

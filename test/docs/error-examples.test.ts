@@ -79,6 +79,8 @@ t.test('every error example of a route is an answer that route really gives', as
     'listTimelineEvents 400 querystring/from must be an ISO 8601 date-time': { request: { url: '/api/v1/timeline/events?from=yesterday' } },
     'listTimelineEvents 400 querystring/from must be before to': { request: { url: '/api/v1/timeline/events?from=2017-10-03&to=2017-10-02' } },
     'getTimeline 400 querystring/from must be an ISO 8601 date-time': { request: { url: '/api/v1/timeline?from=yesterday' } },
+    'getTimeHistogram 400 querystring/start must be an RFC 3339 date-time with its zone': { request: { url: '/api/v1/time-histogram?start=2017-10-01T00:00:00&step=3600000&bins=24' } },
+    'getTimeHistogram 400 querystring/bins and step reach past the year 9999': { request: { url: '/api/v1/time-histogram?start=9999-12-31T00:00:00Z&step=86400000&bins=2' } },
     'getTimeline 400 querystring/from must be before to': { request: { url: '/api/v1/timeline?from=2017-10-03&to=2017-10-02' } },
     'revokeSession 404 Session not found': { request: { method: 'DELETE', url: '/api/auth/sessions/5d1f3a0e-8c2b-4e7a-9f10-2b6c4d8e0a13', headers: bearer } },
     'refreshTokens 400 body/refreshToken must NOT have fewer than 1 characters': { request: { method: 'POST', url: '/api/auth/refresh', payload: { refreshToken: '' } } },

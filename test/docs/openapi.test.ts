@@ -17,7 +17,7 @@ const expectedPaths = [
   '/api/v1/stats', '/api/v1/placemarks', '/api/v1/placemarks/{id}', '/api/v1/timeline/events', '/api/v1/timeline',
   '/api/v1/spatial/bbox', '/api/v1/folders', '/api/v1/export.kml', '/api/v1/export.kmz', '/api/v1/tiles/{z}/{x}/{y}.mvt', '/api/v1/tiles.json',
   '/ogc', '/ogc/conformance', '/ogc/api', '/ogc/collections', '/ogc/collections/placemarks', '/ogc/collections/placemarks/queryables',
-  '/ogc/collections/placemarks/items', '/ogc/collections/placemarks/items/{featureId}', '/ogc/collections/placemarks/schema', '/api/v1/icons', '/api/v1/icons/{*}'
+  '/ogc/collections/placemarks/items', '/ogc/collections/placemarks/items/{featureId}', '/ogc/collections/placemarks/schema', '/api/v1/icons', '/api/v1/icons/{*}', '/api/v1/time-histogram'
 ]
 
 t.test('the served document is valid, follows the conventions on every route, and lists the seed\'s paths', async (t) => {

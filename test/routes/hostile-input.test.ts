@@ -27,6 +27,7 @@ const valid: Record<string, { path: string; query: Record<string, string>; statu
   'GET /api/v1/export.kmz': { path: '/api/v1/export.kmz', query: { folder: 'Airports', bbox: '-116,35,-114,37' } },
   'GET /api/v1/tiles/{z}/{x}/{y}.mvt': { path: '/api/v1/tiles/14/2950/6428.mvt', query: {} },
   'GET /api/v1/tiles.json': { path: '/api/v1/tiles.json', query: { folder: 'Airports', q: 'air', datetime: '2000-01-01/..' } },
+  'GET /api/v1/time-histogram': { path: '/api/v1/time-histogram', query: { start: '2017-10-01T00:00:00Z', step: '3600000', bins: '24', folder: 'Airports', q: 'air' } },
   // The sample is a KML: it holds no images, so the valid request is a 404 (test/import/icons.test.ts serves some).
   'GET /api/v1/icons/{*}': { path: '/api/v1/icons/images/icon-1.png', query: {}, status: 404 },
   'GET /api/ghosts': { path: '/api/ghosts', query: { guildId: '700000000000000001', since: '2025-12-01T00:00:00Z', limit: '5' } },
