@@ -12,7 +12,7 @@ import autocannon from 'autocannon'
 import { generateKml, mulberry32 } from '../scripts/generate-kml.ts'
 import { defaultPoolMax } from '../lib/config.ts'
 import { MAP_VIEWS, mapLoadAtScale } from './map-load.ts'
-import { bboxPath, boundaryBoxes, idsDiffer, percentile, randomTiles, scaleLabel, targetsOfScale, tilePath, tilesPerZoomBand } from './scale.ts'
+import { bboxPath, boundaryBoxes, idsDiffer, percentile, randomTiles, scaleLabel, targetsOfScale, tilePath, tilesPerZoomBand, type TileXYZ } from './scale.ts'
 import { adminUrl, checkTargets, cli, CONNECTIONS, type Figure, log, results, round2, timing } from './report.ts'
 import { LOADER, processMemory, quiesce, root, run, runMeasured, type Server, settle, sleep, startProcess, startProductionServer, steadyMemory, tracked, type Tracker } from './processes.ts'
 import { cityBoxPaths, getBytes, randomBoxes, type Side } from './load.ts'
@@ -106,6 +106,12 @@ async function tilePositions (DATABASE_URL: string, count: number): Promise<[num
   }
 }
 
+/** The bench's random tiles of a database, in a random order, and how many placemarks they were drawn around. */
+export async function benchTiles (DATABASE_URL: string): Promise<{ tiles: TileXYZ[]; around: number }> {
+  const positions = await tilePositions(DATABASE_URL, TILE_PLACEMARKS)
+  return { tiles: randomTiles(positions, mulberry32(TILE_SEED + 1)), around: positions.length }
+}
+
 interface TileRun { requests: number; seconds: number; rps: number; p50_ms: number; p99_ms: number; max_ms: number; empty: number; non2xx: number }
 
 // autocannon 9 keeps every response body as a string (its queue's addBody: `body += chunk`) for
@@ -137,7 +143,7 @@ async function withoutBodies<T> (run: () => Promise<T>): Promise<T> {
  * once (`amount`: as many requests as paths) or round and round for `duration` seconds; every response
  * time kept. `empty`: the 204s (a tile with no feature).
  */
-function loadTiles (base: string, paths: string[], run: { amount: number } | { duration: number }): Promise<TileRun> {
+export function loadTiles (base: string, paths: string[], run: { amount: number } | { duration: number }): Promise<TileRun> {
   const latencies: number[] = []
   let next = 0
   let empty = 0
@@ -382,11 +388,10 @@ export async function mainScale (placemarks: number) {
     }
 
     // Vector tiles: random tiles holding data, cold then cached, on the box index and on the database path.
-    const positions = await tilePositions(DATABASE_URL, TILE_PLACEMARKS)
-    const tiles = randomTiles(positions, mulberry32(TILE_SEED + 1))
+    const { tiles, around } = await benchTiles(DATABASE_URL)
     const paths = tiles.map(tilePath)
     const bands = Object.entries(tilesPerZoomBand(tiles)).map(([band, n]) => `${band} ${n}`).join(', ')
-    log(`load: ${paths.length} random tiles (${bands}) around ${positions.length} random placemarks, ${CONNECTIONS} connections: each once (cold), then round and round for ${turns * turnSeconds} s (cached)`)
+    log(`load: ${paths.length} random tiles (${bands}) around ${around} random placemarks, ${CONNECTIONS} connections: each once (cold), then round and round for ${turns * turnSeconds} s (cached)`)
     const tileMemory: Figure = {}
     for (const [side, server] of [['box index', index], ['database path', database]] as const) {
       const r = await measureTiles(server, paths)

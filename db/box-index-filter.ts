@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { RawBuilder } from 'kysely'
 import { sql } from './kysely.ts'
+import { GRID_CELLS, GRID_LEVEL, MAX_MERCATOR_LAT } from '../lib/geo/tile-grid.ts'
 import type { Database } from './types.ts'
 import { placemarkFilterConditions } from './ogc.ts'
 
@@ -40,8 +41,10 @@ export async function matchingPlacemarks (db: Kysely<Database>, f: TileFilterVal
 /** One group of a tile's placemarks counted in the database: a grid cell, a style and a geometry type, with the sums of positions. */
 export interface CellGroup { cx: number; cy: number; style_id: string | null; geometry_type: string; n: number; sum_x: number; sum_y: number; id: number }
 
-const SIDE = 2 ** 26
-const MAX_LAT = 85.0511287798066
+const SIDE = 2 ** GRID_LEVEL
+const MAX_LAT = MAX_MERCATOR_LAT
+// A cell of a tile's grid at zoom z, in cells of the finest level.
+const cellSpan = (z: number) => 2 ** (GRID_LEVEL - z) / GRID_CELLS
 // A position's column and row on the tiles' grid, with lib/geo/tile-grid.ts's formula (clamped at the world's edges).
 const gridX = (lon: RawBuilder<unknown>) => sql`least(${SIDE - 1}::float8, greatest(0::float8, floor(((${lon} + 180) / 360) * ${SIDE}::float8)))`
 const gridY = (lat: RawBuilder<unknown>) => sql`least(${SIDE - 1}::float8, greatest(0::float8, floor(((1 - ln(tan((${lat} * pi()) / 180) + 1 / cos((${lat} * pi()) / 180)) / pi()) / 2) * ${SIDE}::float8)))`
@@ -53,7 +56,7 @@ const heldLat = (lat: RawBuilder<unknown>) => sql`least(${MAX_LAT}::float8, grea
  */
 const smallShape = (z: number) => sql`(abs((p.min_lat + p.max_lat) / 2) <= ${MAX_LAT}::float8 AND greatest(
   ${gridX(sql`p.max_lon`)} - ${gridX(sql`p.min_lon`)},
-  ${gridY(heldLat(sql`p.min_lat`))} - ${gridY(heldLat(sql`p.max_lat`))}) < ${2 ** (22 - z)}::float8)`
+  ${gridY(heldLat(sql`p.min_lat`))} - ${gridY(heldLat(sql`p.max_lat`))}) < ${cellSpan(z)}::float8)`
 
 /**
  * Tile z/x/y's placemarks matching the filters as its grid counts them, in PostgreSQL (lib/geo/tile-grid.ts:
@@ -64,8 +67,8 @@ const smallShape = (z: number) => sql`(abs((p.min_lat + p.max_lat) / 2) <= ${MAX
  * bounding-box index finds the candidates.
  */
 export async function tileCellGroups (db: Kysely<Database>, z: number, x: number, y: number, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, f: TileFilterValues): Promise<CellGroup[]> {
-  const scale = 2 ** (26 - z)
-  const cell = scale / 16
+  const scale = 2 ** (GRID_LEVEL - z)
+  const cell = cellSpan(z)
   const parts = placemarkFilterConditions(f)
   const filters = parts.length === 0 ? sql`` : sql`AND ${sql.join(parts, sql` AND `)}`
   const { rows } = await sql<CellGroup>`

@@ -349,7 +349,7 @@ async function start () {
       }
       showCount(matched)
       settled(own)
-      if (histogramChanged) void timeBar.load(counter(filters), filterParams({ ...filters, datetime: '' }).toString())
+      if (histogramChanged) void timeBar.load(histogramOf(filters), filterParams({ ...filters, datetime: '' }).toString())
     } catch (err) {
       if (/** @type {Error} */ (err).name === 'AbortError' || own !== generation) return
       setStatus('error', `Could not filter the placemarks: ${/** @type {Error} */ (err).message}`, { count: '0' })
@@ -386,7 +386,7 @@ async function start () {
    * per period the OGC items' numberMatched).
    * @param {Filters} f
    */
-  function counter (f) {
+  function histogramOf (f) {
     const base = filterParams({ ...f, datetime: '' })
     return async (/** @type {number} */ start, /** @type {number} */ step, /** @type {number} */ bins) => {
       const params = new URLSearchParams(base)
@@ -535,7 +535,7 @@ async function start () {
   map.on('load', () => {
     remember()
     void applyFilters({ ...filters }, !view.camera && Boolean(filters.folder || filters.q.trim()))
-    void timeBar.load(counter(filters), filterParams({ ...filters, datetime: '' }).toString())
+    void timeBar.load(histogramOf(filters), filterParams({ ...filters, datetime: '' }).toString())
   })
 }
 

@@ -42,11 +42,10 @@ const histogram: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: answer(TimeHistogram, 'The counts, one per period'), ...errors(badStart, 429, 503) }
     }
   }, async (request) => {
-    const { start: text, step, bins, folder } = request.query
+    const { start: text, step, bins, folder, q } = request.query
     const start = parseInstant(text, { requireZone: true, allowDateOnly: false })
     if (start === null) throw new HttpError(400, 'querystring/start must be an RFC 3339 date-time with its zone')
     if (start + bins * step - 1 > MAX_INSTANT) throw new HttpError(400, 'querystring/bins and step reach past the year 9999')
-    const q = request.query.q === undefined || request.query.q.trim() === '' ? undefined : request.query.q
     return { start: new Date(start).toISOString(), step, counts: await timeHistogram(app.db, { folder, q }, start, step, bins) }
   })
 }
