@@ -1,6 +1,11 @@
-import { Worker } from 'node:worker_threads'
+import { spawn } from 'node:child_process'
+import { mkdtemp, open, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { Kysely } from 'kysely'
-import { BoxIndex, BoxIndexBuilder, type BoxIndexParts } from '../lib/geo/box-index.ts'
+import { BoxIndex, BoxIndexBuilder } from '../lib/geo/box-index.ts'
+import { fromWire } from '../lib/geo/box-index-wire.ts'
 import { summaryPieces } from '../lib/placemarks/box-answer.ts'
 import { placemarkIdRange, placemarkIdsInSpatialOrder, placemarksWithBounds, type PlacemarkWithBounds } from './placemarks.ts'
 import type { Database } from './types.ts'
@@ -11,15 +16,17 @@ export interface BoxIndexLoadOptions {
   maxBytes: number
   // Placemarks read per query.
   pageSize?: number
-  // Asked between pages (and, in a worker, every STOP_POLL_MS): true gives up the load (null).
+  // Asked between pages (and, with a builder process, every STOP_POLL_MS): true gives up the load (null).
   stop?: () => boolean
   // Told the bytes an index of every placemark would need, when that is past maxBytes.
   tooBig?: (bytes: number) => void
   /**
    * A PostgreSQL connection string: from `workerFrom` placemarks on, the rows are read and the index
-   * built in a worker thread with a connection of its own, and only the finished index's buffers come
-   * back, moved, not copied. The rows' text, the pages' objects and the decoding are the worker's: none
-   * of it is garbage in the server's heap or work on its event loop while requests are being served.
+   * built in a process of its own (db/box-index-process.ts) with a connection of its own, and only the
+   * finished index's bytes come back, read into one buffer. The rows' text, the pages' objects, the
+   * decoding and the builder's garbage are the builder's: none of it is work on the server's event loop
+   * while requests are being served, nor memory left behind in the server once the builder has exited
+   * (a worker thread's freed memory stayed in the allocator's arenas: 30 to 60 MB at 1M).
    */
   workerUrl?: string
   workerFrom?: number
@@ -28,10 +35,6 @@ export interface BoxIndexLoadOptions {
 // Placemarks indexed to estimate the index's size before loading it.
 const SAMPLE_SIZE = 2000
 const STOP_POLL_MS = 50
-// The worker's heap holds a page of rows at a time and the shared pieces' dictionary; the index itself is
-// in buffers outside it. A small young generation is collected often instead of growing with garbage; the
-// old generation may take pages of very long descriptions.
-const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 1024 }
 
 /**
  * Reads every placemark's bounds and serialized summary into a box index, in spatial order: the order
@@ -55,7 +58,7 @@ export async function loadBoxIndex (db: Kysely<Database>, opts: BoxIndexLoadOpti
       return null
     }
   }
-  if (opts.workerUrl !== undefined && count >= (opts.workerFrom ?? 0)) return await buildInWorker(opts.workerUrl, opts)
+  if (opts.workerUrl !== undefined && count >= (opts.workerFrom ?? 0)) return await buildInProcess(opts.workerUrl, opts)
   return await buildBoxIndex(db, opts)
 }
 
@@ -86,36 +89,79 @@ export async function buildBoxIndex (db: Kysely<Database>, opts: BoxIndexLoadOpt
   return builder.finish()
 }
 
-/** What db/box-index-worker.ts is given, and what it answers. */
-export interface BoxIndexWorkerInput { url: string; maxBytes: number; pageSize?: number }
-export type BoxIndexWorkerAnswer = { kind: 'index'; parts: BoxIndexParts } | { kind: 'too-big'; bytes: number }
+/** What db/box-index-process.ts reads from its stdin, and the header line it writes once the index's bytes are in `path`. */
+export interface BoxIndexProcessInput { url: string; maxBytes: number; pageSize?: number; path: string }
+export type BoxIndexProcessHeader = { kind: 'index'; parts: string; byteLength: number } | { kind: 'too-big'; bytes: number }
 
-function buildInWorker (url: string, opts: BoxIndexLoadOptions): Promise<BoxIndex | null> {
-  const workerData: BoxIndexWorkerInput = { url, maxBytes: opts.maxBytes, pageSize: opts.pageSize }
-  // The worker loads the same sources through the same TypeScript loader (db/box-index-worker.mjs).
-  const worker = new Worker(new URL('./box-index-worker.mjs', import.meta.url),
-    { workerData, resourceLimits: WORKER_LIMITS })
+// The builder process's TypeScript loader (the npm scripts' own) and its heap: a page of rows at a time
+// and the shared pieces' dictionary (the index itself is in buffers outside it). A small young
+// generation is collected often instead of growing with garbage; the old generation may take pages of
+// very long descriptions.
+const PROCESS_ARGS = ['--import', fileURLToPath(new URL('../scripts/typescript.mjs', import.meta.url)), '--max-semi-space-size=2', '--max-old-space-size=1024']
+// The end of the builder's stderr kept for the error of a failed load.
+const STDERR_KEPT = 4096
+// The index's bytes are read from the builder's file in steps of this many bytes.
+const READ_STEP = 16 << 20
+
+/**
+ * The index built by db/box-index-process.ts. Its bytes come through a file in a private temporary
+ * directory, read straight into one buffer: through a pipe they came in 64 KiB chunks, each allocated
+ * and freed, which left 60 to 90 MB in the allocator at 1M.
+ */
+async function buildInProcess (url: string, opts: BoxIndexLoadOptions): Promise<BoxIndex | null> {
+  const dir = await mkdtemp(join(tmpdir(), 'box-index-'))
+  try {
+    const path = join(dir, 'index')
+    const header = await runBuilder({ url, maxBytes: opts.maxBytes, pageSize: opts.pageSize, path }, opts)
+    if (header === null) return null
+    if (header.kind === 'too-big') {
+      opts.tooBig?.(header.bytes)
+      return null
+    }
+    const bytes = new Uint8Array(new ArrayBuffer(header.byteLength))
+    const file = await open(path)
+    try {
+      for (let at = 0; at < bytes.length;) {
+        const { bytesRead } = await file.read(bytes, at, Math.min(READ_STEP, bytes.length - at), at)
+        if (bytesRead === 0) throw new Error(`the box index process wrote ${at} of ${bytes.length} bytes`)
+        at += bytesRead
+      }
+    } finally {
+      await file.close()
+    }
+    return BoxIndex.fromParts(fromWire(header.parts, bytes.buffer))
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+// Runs the builder to its end: its header, or null when stopped.
+function runBuilder (input: BoxIndexProcessInput, opts: BoxIndexLoadOptions): Promise<BoxIndexProcessHeader | null> {
+  const child = spawn(process.execPath, [...PROCESS_ARGS, fileURLToPath(new URL('./box-index-process.ts', import.meta.url))], { stdio: ['pipe', 'pipe', 'pipe'] })
+  child.stdin.end(JSON.stringify(input))
   return new Promise((resolve, reject) => {
-    let answer: BoxIndexWorkerAnswer | null = null
-    let failure: unknown = null
+    let stdout = ''
+    let stderr = ''
+    let failure: Error | null = null
     let stopped = false
-    // Stopped, the worker is ended where it stands: its connection goes with it, and PostgreSQL ends the query.
+    // Stopped, the builder is ended where it stands: its connection goes with it, and PostgreSQL ends the query.
     const poll = setInterval(() => {
       if (stopped || !opts.stop?.()) return
       stopped = true
-      void worker.terminate()
+      child.kill('SIGKILL')
     }, STOP_POLL_MS).unref()
-    worker.on('message', (a: BoxIndexWorkerAnswer) => { answer = a })
-    worker.on('error', (err) => { failure = err })
-    // Settled once the worker is gone, its heap with it: the load is over when its memory is given back.
-    worker.on('exit', (code) => {
+    child.stdout.setEncoding('utf8').on('data', (text: string) => { stdout += text })
+    child.stderr.setEncoding('utf8').on('data', (text: string) => { stderr = (stderr + text).slice(-STDERR_KEPT) })
+    child.on('error', (err) => { failure ??= err })
+    // Settled once the builder is gone, its memory with it.
+    child.on('close', (code, signal) => {
       clearInterval(poll)
       if (stopped) return resolve(null)
       if (failure !== null) return reject(failure)
-      if (answer === null) return reject(new Error(`the box index worker exited (code ${code}) without an index`))
-      if (answer.kind === 'index') return resolve(BoxIndex.fromParts(answer.parts))
-      opts.tooBig?.(answer.bytes)
-      resolve(null)
+      if (code !== 0 || !stdout.endsWith('\n')) {
+        return reject(new Error(`the box index process exited (${signal ?? `code ${code}`}) without an index${stderr.trim() ? `: ${stderr.trim()}` : ''}`))
+      }
+      resolve(JSON.parse(stdout) as BoxIndexProcessHeader)
     })
   })
 }

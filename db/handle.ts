@@ -29,7 +29,7 @@ export interface DatabaseHandle {
   db: Kysely<Database>
   pool: pg.Pool
   kind: 'postgres' | 'pglite'
-  // PostgreSQL: the connection string the pool uses, for work that opens its own connection elsewhere (a worker thread).
+  // PostgreSQL: the connection string the pool uses, for work that opens its own connection elsewhere (the box index's builder process).
   url?: string
   /**
    * Calls onNotify with the payload of each NOTIFY on the channel, and with '' when notifications may

@@ -71,7 +71,7 @@ export const ConfigSchema = Type.Object({
   // ...or dated before this (UTC): the provider's id epoch (Discord ids count from 2015-01-01), older than any guild.
   ACTIVITY_MIN_DATE: Type.String({ minLength: 1, default: '2015-01-01' }),
   BBOX_INDEX_MB: Type.Integer({ minimum: 0, default: 512 }),
-  // On PostgreSQL, a dataset of at least this many placemarks has its box index loaded in a worker thread.
+  // On PostgreSQL, a dataset of at least this many placemarks has its box index built by a process of its own.
   BBOX_INDEX_WORKER_MIN: Type.Integer({ minimum: 0, default: 50_000 }),
   // Vector tiles cluster points at zooms strictly below this one (23: at every zoom, 0: never).
   TILE_CLUSTER_MAX_ZOOM: Type.Integer({ minimum: 0, maximum: 23, default: 14 }),

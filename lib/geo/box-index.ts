@@ -1,6 +1,7 @@
 import Flatbush from 'flatbush'
 import { packGeometry, packedIntersectsBox, splitBox, type Box, type Geometry } from './box.ts'
-import { ClusterGrids, gridCell, Palette, PointGrid, SHAPE_LEVELS, shapeOnGrid, type ClusterGridsParts, type PointGridParts } from './tile-grid.ts'
+import { ClusterGrids, gridCell, Palette, PointGrid, SHAPE_LEVELS, shapeOnGrid, type ClusterGridsParts } from './tile-grid.ts'
+import { packNumbers, unpackNumbers, writeDecimal } from './record-numbers.ts'
 
 /**
  * One placemark as the index takes it: its id, its geometry (GeoJSON text) and bounds, and its
@@ -80,6 +81,14 @@ function kmlCoordinates (source: Uint8Array, start: number, end: number, target:
   return n
 }
 
+// The KML form of a text's coordinates (kmlCoordinates), as text.
+function kmlForm (text: string): string {
+  const source = Buffer.from(text)
+  const out = Buffer.allocUnsafe(kmlCoordinates(source, 0, source.length, null, 0))
+  kmlCoordinates(source, 0, source.length, out, 0)
+  return out.toString('latin1')
+}
+
 // Entries' records are packed into chunks of about this many bytes; an entry's start is
 // chunk * CHUNK_BYTES + its offset in the chunk, one 32-bit number.
 const CHUNK_SHIFT = 22
@@ -91,10 +100,17 @@ const MAX_FRAGMENTS = 1 << 16
 // A record is the summary's length, then a sequence of operations, each a variable-length number
 // (7 bits a byte, low first);
 // its two low bits say what it is: literal bytes follow (the rest is their length), a shared
-// fragment (the rest is its number), or the KML form of the coordinates in the literal before it.
+// fragment (the rest is its number), the KML form of the coordinates the last literal or packed text
+// wrote, or one of two more, told by the next two bits: the summary's head with the entry's id
+// (`{"id":<id>,"name":"`), or packed text (lib/geo/record-numbers.ts) follows (the rest is its length).
 const LITERAL = 0
 const FRAGMENT = 1
 const DERIVED = 2
+const MORE = 3
+const ID_HEAD = MORE
+const PACKED = 4 + MORE
+const HEAD_OPEN = Buffer.from('{"id":')
+const HEAD_CLOSE = Buffer.from(',"name":"')
 // Literals shorter than this are copied byte by byte: a native copy costs more than that.
 const SHORT_COPY = 48
 // The same for a shared piece, whose ready view (BoxIndex's fragmentViews) is cheaper to copy.
@@ -228,11 +244,18 @@ export class BoxIndexBuilder {
     for (const text of pieces) total += Buffer.byteLength(text)
     this.op(total)
     this.bytes += total
-    // Where the last literal was written, for a literal derived from it.
-    let last = -1
-    let lastEnd = -1
+    // The text the last literal or packed text wrote, for a literal derived from it.
+    let last: string | null = null
     for (let k = 0; k < pieces.length; k++) {
-      const text = pieces[k]
+      let text = pieces[k]
+      if (k === 0) {
+        // The head with the id, told by the entry's own id.
+        const head = `{"id":${p.id},"name":"`
+        if (text.startsWith(head)) {
+          this.op(ID_HEAD)
+          text = text.slice(head.length)
+        }
+      }
       const length = Buffer.byteLength(text)
       if (length === 0) continue
       if (k % 2 === 1) {
@@ -241,27 +264,27 @@ export class BoxIndexBuilder {
           this.op(fragment * 4 + FRAGMENT)
           continue
         }
-      } else if (last !== -1 && length <= 2 * (lastEnd - last) && this.derivable(text, length, last, lastEnd)) {
+      } else if (last !== null && length <= 2 * last.length && kmlForm(last) === text) {
         this.op(DERIVED)
-        last = -1
+        last = null
+        continue
+      }
+      last = text
+      // Past the head, the literals are coordinates and times: their numbers packed.
+      const packed = k > 0 ? packNumbers(text) : null
+      if (packed !== null) {
+        this.op(packed.length * 16 + PACKED)
+        this.reserve(packed.length)
+        this.record.set(packed, this.recordLength)
+        this.recordLength += packed.length
         continue
       }
       this.op(length * 4 + LITERAL)
       this.reserve(length)
-      last = this.recordLength
       this.recordLength += this.record.write(text, this.recordLength, 'utf8')
-      lastEnd = this.recordLength
     }
     // Bounds of a single position decide exactly; only a geometry with extent may need its own test.
     this.geometryAt[i] = p.minLon === p.maxLon && p.minLat === p.maxLat ? NO_GEOMETRY : this.pack(packGeometry(JSON.parse(p.geometry) as Geometry))
-  }
-
-  // Whether the text (of `length` bytes) is the KML form of the literal written at record[start, end).
-  private derivable (text: string, length: number, start: number, end: number): boolean {
-    if (kmlCoordinates(this.record, start, end, null, 0) !== length) return false
-    const out = Buffer.allocUnsafe(length)
-    kmlCoordinates(this.record, start, end, out, 0)
-    return out.toString('latin1') === text
   }
 
   // The shared piece's number, or -1 when the dictionary is full and it is not in it.
@@ -452,11 +475,14 @@ function siftDown (heap: Uint32Array, heads: Uint32Array, from: number, size: nu
   heap[at] = r
 }
 
-/** A BoxIndex as plain arrays (BoxIndex.toParts), for postMessage with `transferList(parts)`. */
+/**
+ * A BoxIndex as plain arrays (BoxIndex.toParts, every array in one buffer: lib/geo/box-index-wire.ts); a tree is
+ * its bytes (8-byte aligned in their buffer).
+ */
 export interface BoxIndexParts {
   size: number
   ids: Uint32Array
-  tree: ArrayBuffer | null
+  tree: Uint8Array | null
   chunks: Uint8Array[]
   starts: Uint32Array
   fragments: Uint8Array
@@ -465,33 +491,35 @@ export interface BoxIndexParts {
   packed: Float64Array[]
   bytes: number
   grid: ClusterGridsParts
-  shapeTrees: (ArrayBuffer | null)[]
+  shapeTrees: (Uint8Array | null)[]
   shapeEntries: Uint32Array
   shapeStarts: Uint32Array
 }
 
-// The array itself when it spans its whole buffer, otherwise a copy that does: a view's buffer may be
-// shared (Buffer's pool), and moving it would take its neighbours along.
-// (A Buffer's own slice() is a view, hence the typed array's copy.)
-function ownGrid (g: PointGridParts): PointGridParts {
-  return { keys: own(g.keys), items: own(g.items), colours: own(g.colours), palette: g.palette }
+type Part = Uint8Array | Uint16Array | Uint32Array | Float64Array
+
+/**
+ * Copies of the arrays, all in one buffer of their own, each 8-byte aligned (a tree's bytes may be read
+ * in place): one allocation, which a process receiving it (db/box-index-load.ts) reads into one buffer
+ * of its own, apart from anything else it allocates. (A Buffer is copied as a plain Uint8Array.)
+ */
+function inOneBuffer<T extends Part[]> (arrays: T): T {
+  let total = 0
+  for (const a of arrays) total += Math.ceil(a.byteLength / 8) * 8
+  const buffer = new ArrayBuffer(total)
+  let at = 0
+  return arrays.map((a) => {
+    const Type = a instanceof Uint8Array ? Uint8Array : a.constructor as new (b: ArrayBuffer, offset: number, length: number) => Part
+    const copy = new Type(buffer, at, a.length)
+    copy.set(a as never)
+    at += Math.ceil(a.byteLength / 8) * 8
+    return copy
+  }) as T
 }
 
-function own<T extends Uint8Array | Uint16Array | Uint32Array | Float64Array> (a: T): T {
-  if (a.byteOffset === 0 && a.byteLength === a.buffer.byteLength && !(a.buffer instanceof SharedArrayBuffer)) return a
-  const copy = new (a instanceof Uint8Array ? Uint8Array : a.constructor as new (n: number) => T)(a.length) as T
-  copy.set(a as never)
-  return copy
-}
-
-/** The buffers a postMessage of these parts moves to the receiving thread instead of copying. */
-export function transferList (p: BoxIndexParts): ArrayBuffer[] {
-  const views = [p.ids, ...p.chunks, p.starts, p.fragments, p.fragmentStarts, p.geometryAt, ...p.packed, p.shapeEntries, p.shapeStarts,
-    ...[p.grid.points, ...p.grid.shapes].flatMap((g) => [g.keys, g.items, g.colours])]
-  const buffers = new Set<ArrayBuffer>(views.map((v) => v.buffer as ArrayBuffer))
-  if (p.tree) buffers.add(p.tree)
-  for (const t of p.shapeTrees) if (t) buffers.add(t)
-  return [...buffers]
+// A tree's own bytes: its header, boxes and indices (its data may be a part of a larger buffer).
+function treeBytes (t: Flatbush): number {
+  return 8 + t._boxes.byteLength + t._indices.byteLength
 }
 
 /**
@@ -542,34 +570,47 @@ export class BoxIndex {
   }
 
   /**
-   * The index as its arrays, each over memory of its own, so that another thread can be handed them
-   * (structured clone with every `transferList` buffer moved, not copied) and rebuild the same index
-   * with fromParts.
+   * The index as its arrays, all copied into one buffer of their own, so that another process can be
+   * handed them (lib/geo/box-index-wire.ts) and rebuild the same index with fromParts.
    */
   toParts (): BoxIndexParts {
+    const trees = [this.tree, ...this.shapes.trees].map((t) => (t ? new Uint8Array(t.data, t.byteOffset, treeBytes(t)) : null))
+    const grids = [this.grid.toParts().points, ...this.grid.toParts().shapes]
+    const arrays: Part[] = [this.ids, this.starts, this.fragments, this.fragmentStarts, this.geometryAt, this.shapes.entries, this.shapes.starts,
+      ...grids.flatMap((g) => [g.keys, g.items, g.colours]), ...this.chunks, ...this.packed, ...trees.filter((t) => t !== null)]
+    const copies = inOneBuffer(arrays)
+    let k = 0
+    const next = <T extends Part>(): T => copies[k++] as T
+    const [ids, starts, fragments, fragmentStarts, geometryAt, shapeEntries, shapeStarts] =
+      [next<Uint32Array>(), next<Uint32Array>(), next<Uint8Array>(), next<Uint32Array>(), next<Uint32Array>(), next<Uint32Array>(), next<Uint32Array>()]
+    const [points, ...shapeGrids] = grids.map((g) => ({ keys: next<Float64Array>(), items: next<Uint32Array>(), colours: next<Uint16Array>(), palette: g.palette }))
+    const chunks = this.chunks.map(() => next<Uint8Array>())
+    const packed = this.packed.map(() => next<Float64Array>())
+    const [tree, ...shapeTrees] = trees.map((t) => (t ? next<Uint8Array>() : null))
     return {
       size: this.size,
-      ids: own(this.ids),
-      tree: this.tree ? this.tree.data as ArrayBuffer : null,
-      chunks: this.chunks.map(own),
-      starts: own(this.starts),
-      fragments: own(this.fragments),
-      fragmentStarts: own(this.fragmentStarts),
-      geometryAt: own(this.geometryAt),
-      packed: this.packed.map(own),
+      ids,
+      tree,
+      chunks,
+      starts,
+      fragments,
+      fragmentStarts,
+      geometryAt,
+      packed,
       bytes: this.bytes,
-      grid: (({ points, shapes }) => ({ points: ownGrid(points), shapes: shapes.map(ownGrid) }))(this.grid.toParts()),
-      shapeTrees: this.shapes.trees.map((t) => (t ? t.data as ArrayBuffer : null)),
-      shapeEntries: own(this.shapes.entries),
-      shapeStarts: own(this.shapes.starts)
+      grid: { points, shapes: shapeGrids },
+      shapeTrees,
+      shapeEntries,
+      shapeStarts
     }
   }
 
   static fromParts (p: BoxIndexParts): BoxIndex {
     const buffer = (a: Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)
-    return new BoxIndex(p.size, p.ids, p.tree ? Flatbush.from(p.tree) : null, p.chunks.map(buffer), p.starts, buffer(p.fragments),
+    const tree = (t: Uint8Array | null) => (t ? Flatbush.from(t.buffer as ArrayBuffer, t.byteOffset) : null)
+    return new BoxIndex(p.size, p.ids, tree(p.tree), p.chunks.map(buffer), p.starts, buffer(p.fragments),
       p.fragmentStarts, p.geometryAt, p.packed, p.bytes, ClusterGrids.fromParts(p.grid),
-      { trees: p.shapeTrees.map((t) => (t ? Flatbush.from(t) : null)), entries: p.shapeEntries, starts: p.shapeStarts })
+      { trees: p.shapeTrees.map(tree), entries: p.shapeEntries, starts: p.shapeStarts })
   }
 
   /** Memory held: records, shared pieces, tree, packed geometries and the per-entry arrays. */
@@ -578,9 +619,9 @@ export class BoxIndex {
     for (const c of this.chunks) records += c.length
     let packed = 0
     for (const p of this.packed) packed += p.byteLength
-    return records + this.fragments.length + this.fragmentStarts.byteLength + (this.tree ? this.tree.data.byteLength : 0) + this.ids.byteLength +
+    return records + this.fragments.length + this.fragmentStarts.byteLength + (this.tree ? treeBytes(this.tree) : 0) + this.ids.byteLength +
       this.starts.byteLength + this.geometryAt.byteLength + packed + this.grid.memoryBytes +
-      this.shapes.trees.reduce((sum, t) => sum + (t ? t.data.byteLength : 0), 0) + this.shapes.entries.byteLength
+      this.shapes.trees.reduce((sum, t) => sum + (t ? treeBytes(t) : 0), 0) + this.shapes.entries.byteLength
   }
 
   /** The placemark id of entry i. */
@@ -686,19 +727,31 @@ export class BoxIndex {
         const length = (v - LITERAL) / 4
         if (length < SHORT_COPY) for (let b = 0; b < length; b++) target[at + n + b] = chunk[k + b]
         else target.set(chunk.subarray(k, k + length), at + n)
-        last = k
-        lastEnd = k + length
+        last = n
         k += length
         n += length
+        lastEnd = n
       } else if (kind === FRAGMENT) {
         const fragment = fragmentViews[(v - FRAGMENT) / 4]
         const length = fragment.length
         if (length < SHORT_VIEW_COPY) for (let b = 0; b < length; b++) target[at + n + b] = fragment[b]
         else target.set(fragment, at + n)
         n += length
-      } else {
-        n += kmlCoordinates(chunk, last, lastEnd, target, at + n)
+      } else if (kind === DERIVED) {
+        n += kmlCoordinates(target, at + last, at + lastEnd, target, at + n)
         last = -1
+      } else if (v === ID_HEAD) {
+        target.set(HEAD_OPEN, at + n)
+        n += HEAD_OPEN.length
+        n += writeDecimal(target, at + n, this.ids[i])
+        target.set(HEAD_CLOSE, at + n)
+        n += HEAD_CLOSE.length
+      } else {
+        const length = (v - PACKED) / 16
+        last = n
+        n += unpackNumbers(chunk, k, k + length, target, at + n)
+        k += length
+        lastEnd = n
       }
     }
     return n

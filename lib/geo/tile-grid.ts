@@ -123,7 +123,7 @@ export interface GridPoints {
   count: number
 }
 
-/** A PointGrid as plain arrays, for postMessage (every buffer its own). */
+/** A PointGrid as plain arrays (BoxIndex.toParts). */
 export interface PointGridParts {
   keys: Float64Array
   items: Uint32Array
@@ -230,11 +230,6 @@ export class PointGrid {
 
   toParts (): PointGridParts {
     return { keys: this.keys, items: this.items, colours: this.colours, palette: this.palette }
-  }
-
-  /** The buffers of its parts (for a postMessage's transfer list). */
-  static buffers (p: PointGridParts): ArrayBuffer[] {
-    return [p.keys.buffer as ArrayBuffer, p.items.buffer as ArrayBuffer, p.colours.buffer as ArrayBuffer]
   }
 
   /** The grid of the points whose item `keep` accepts (already in order: no sort). */
@@ -438,7 +433,7 @@ export function shapeOnGrid (minLon: number, minLat: number, maxLon: number, max
   return { cell, level: shapeLevel(Math.max(se[0] - nw[0], se[1] - nw[1])) }
 }
 
-/** ClusterGrids as plain arrays, for postMessage. */
+/** ClusterGrids as plain arrays (BoxIndex.toParts). */
 export interface ClusterGridsParts {
   points: PointGridParts
   shapes: PointGridParts[]

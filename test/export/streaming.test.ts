@@ -38,7 +38,7 @@ t.test(`a ${COUNT.toLocaleString('en')}-placemark export streams in bounded memo
   const handle = await openTestDatabase(t)
   await importPlacemarks(handle, createReadStream(file), { timeZone: 'UTC', source: 'generated.kml' })
   const app = await buildTestApp(t, handle)
-  // The box index (loaded in a worker thread at this size) lands in this process's memory: not during a download.
+  // The box index (built by a process of its own at this size) lands in this process's memory: not during a download.
   await app.boxIndex.idle()
   await app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`

@@ -170,7 +170,13 @@ t.test('summaries kept as shared and derived pieces come back byte for byte', as
     { id: 309, json: summary(309, { description: 'd'.repeat(70_000), folder_path: ['f'.repeat(300)], time_begin: '2017-10-01T00:00:00.000Z', time_end: '2017-10-02T00:00:00.000Z' }) },
     { id: 310, json: summary(310, { geometry: JSON.stringify({ coordinates: [5, 6], type: 'Point' }) }) },
     // Not a summary at all: kept whole.
-    { id: 311, json: JSON.stringify({ id: 311, geometry: JSON.stringify({ type: 'Point', coordinates: [1, 1] }) }) }
+    { id: 311, json: JSON.stringify({ id: 311, geometry: JSON.stringify({ type: 'Point', coordinates: [1, 1] }) }) },
+    // A head whose id is not the entry's: kept as written.
+    { id: 312, json: summary(312).replace('{"id":312,', '{"id":3120,') },
+    { id: 313, json: summary(313).replace('{"id":313,"name"', '{"id":313, "name"') },
+    // Numbers that pack and numbers that must not: negative zero, leading zeros, exponents, 16 digits.
+    { id: 314, json: summary(314, { geometry_type: 'LineString', geometry: '{"type":"LineString","coordinates":[[-0,0.0],[-0.000,1e-7],[0.1234567890123456,-179.99999999999997],[007,1.50]]}', coordinates_raw: '-0,0.0,0 -0.000,1e-7,0 0.1234567890123456,-179.99999999999997,0 007,1.50,0' }), geometry: line },
+    { id: 4294967295, json: summary(4294967295), geometry: JSON.stringify({ type: 'Point', coordinates: [1, 1] }) }
   ]
   t.equal(answered(list), list.map((p) => p.json).join(','))
   const pieces = summaryPieces(list[0].json)

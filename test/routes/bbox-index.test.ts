@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { createReadStream } from 'node:fs'
+import { createReadStream, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { get, type IncomingHttpHeaders } from 'node:http'
@@ -130,14 +130,19 @@ t.test('a dataset past the byte budget is not kept, and says how much it needs',
   t.equal((await app.inject('/api/v1/spatial/bbox?min_lon=-180&min_lat=-90&max_lon=180&max_lat=90&limit=3')).json().count, 3)
 })
 
-t.test('the index loaded in a worker thread: the same answers, the byte budget, stopping, errors', async (t) => {
+t.test('the index built in a process of its own: the same answers, the byte budget, stopping, errors, no file left', async (t) => {
   const handle = await openTestDatabase(t, 'postgres')
+  // The builder's file goes in a temporary directory of this test's, to see that none is left behind.
+  const tmp = t.testdir({})
+  const tmpBefore = process.env.TMPDIR
+  process.env.TMPDIR = tmp
+  t.teardown(() => { if (tmpBefore === undefined) delete process.env.TMPDIR; else process.env.TMPDIR = tmpBefore })
   await importPlacemarks(handle, createReadStream(join(projectRoot, 'db/sample/sample.kml')), { timeZone: 'UTC', source: 'sample.kml' })
   const worker = { workerUrl: handle.url!, workerFrom: 0 }
   const inThread = await loadBoxIndex(handle.db, { maxBytes: 1 << 20 })
   const moved = await loadBoxIndex(handle.db, { maxBytes: 1 << 20, pageSize: 7, ...worker })
   t.equal(moved?.size, 57)
-  t.equal(moved?.memoryBytes, inThread?.memoryBytes, 'the same arrays, moved to this thread')
+  t.equal(moved?.memoryBytes, inThread?.memoryBytes, 'the same arrays, read into this process')
   const all = { minLon: -180, minLat: -90, maxLon: 180, maxLat: 90 }
   const bytes = (index: typeof moved) => {
     const answer = index!.search(all, 1000)
@@ -151,9 +156,11 @@ t.test('the index loaded in a worker thread: the same answers, the byte budget, 
   t.equal(await loadBoxIndex(handle.db, { maxBytes: 1000, tooBig: (b) => needed.push(b), ...worker }), null, 'past the budget: nothing')
   t.ok(needed[0]! > 1000, 'and the bytes needed are told')
   t.equal(await loadBoxIndex(handle.db, { maxBytes: 1 << 20, stop: () => true, ...worker }), null, 'stops when asked')
-  await t.rejects(loadBoxIndex(handle.db, { maxBytes: 1 << 20, workerUrl: 'postgres://nobody@127.0.0.1:1/none', workerFrom: 0 }), 'a worker that cannot connect fails the load')
+  await t.rejects(loadBoxIndex(handle.db, { maxBytes: 1 << 20, workerUrl: 'postgres://nobody@127.0.0.1:1/none', workerFrom: 0 }),
+    /^the box index process exited \(code 1\) without an index: connect ECONNREFUSED 127\.0\.0\.1:1$/, 'a builder that cannot connect fails the load, saying why')
+  t.same(readdirSync(tmp).filter((name) => name.startsWith('box-index-')), [], 'no builder\'s directory is left: loaded, too big, stopped or failed')
 
-  // Through the app: the worker's index serves the same bytes as the database.
+  // Through the app: the builder process's index serves the same bytes as the database.
   const memory = await buildTestApp(t, handle, { BBOX_INDEX_WORKER_MIN: 0 })
   const database = await buildTestApp(t, handle, { BBOX_INDEX_MB: 0 })
   await memory.boxIndex.idle()

@@ -134,7 +134,7 @@ t.test('exact tiles, styles, times and filters', async (t) => {
   const { kml, positions } = datasetKml(8000)
   const handle = await openTestDatabase(t, process.env.EXACT_DB === 'pglite' ? 'pglite' : 'postgres')
   await importPlacemarks(handle, Readable.from([kml]), { timeZone: 'UTC', source: 'exact.kml' })
-  // On PostgreSQL the index is built in its worker thread (its grid handed over with it), as a large dataset's is.
+  // On PostgreSQL the index is built by its own process (its grid read back with it), as a large dataset's is.
   const app = await buildTestApp(t, handle, { RATE_LIMIT_MAX: 1_000_000, BBOX_INDEX_WORKER_MIN: 0 })
   await app.boxIndex.idle()
   t.equal(app.boxIndex.state(), 'ready')

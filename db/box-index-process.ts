@@ -1,0 +1,32 @@
+// The box index's builder process (db/box-index-load.ts): reads its input (a connection string, the
+// index's size limit and a file's path, JSON) from stdin, reads the placemarks over a connection of its
+// own, builds the index, writes the bytes of its one buffer (lib/geo/box-index-wire.ts) to the file and
+// then a header line (JSON) to stdout. Its connection has no statement timeout: ordering ten million placemarks
+// takes longer than a request may. Everything it allocated goes back to the system when it exits.
+import { writeFile } from 'node:fs/promises'
+import { text } from 'node:stream/consumers'
+import { toWire } from '../lib/geo/box-index-wire.ts'
+import { buildBoxIndex, type BoxIndexProcessHeader, type BoxIndexProcessInput } from './box-index-load.ts'
+import { openPostgres } from './postgres.ts'
+
+const write = (chunk: string) => new Promise<void>((resolve, reject) => process.stdout.write(chunk, (err) => (err ? reject(err) : resolve())))
+
+const input = JSON.parse(await text(process.stdin)) as BoxIndexProcessInput
+const handle = openPostgres({ url: input.url, poolMax: 1 })
+try {
+  let bytes = 0
+  const index = await buildBoxIndex(handle.db, { maxBytes: input.maxBytes, pageSize: input.pageSize, tooBig: (needed) => { bytes = needed } })
+  if (index) {
+    const wire = toWire(index.toParts())
+    await writeFile(input.path, wire.bytes)
+    await write(`${JSON.stringify({ kind: 'index', parts: wire.header, byteLength: wire.bytes.byteLength } satisfies BoxIndexProcessHeader)}\n`)
+  } else {
+    await write(`${JSON.stringify({ kind: 'too-big', bytes } satisfies BoxIndexProcessHeader)}\n`)
+  }
+} catch (err) {
+  // Its message alone, for the server's error (a driver's message names no password).
+  process.stderr.write((err as Error).message)
+  process.exitCode = 1
+} finally {
+  await handle.close()
+}
