@@ -102,11 +102,33 @@ export interface TileContent {
 const CELL_UNITS = TILE_EXTENT / 16
 
 function tiled (placemarks: TilePlacemark[], z: number, x: number, y: number, buffer: number, tolerance: number): GeoJSONVTFeature[] {
-  const shown = placemarks.filter(inMercator).map(feature)
-  if (shown.length === 0) return []
-  return geoJSONToTile({ type: 'FeatureCollection', features: shown }, z, x, y, {
-    extent: TILE_EXTENT, buffer, tolerance, maxZoom: MAX_TILE_ZOOM, clip: true, wrap: false
-  }).features
+  const shown = placemarks.filter(inMercator)
+  const shapes = shown.filter((p) => p.geometry.type !== 'Point').map(feature)
+  const out = shapes.length === 0
+    ? []
+    : geoJSONToTile({ type: 'FeatureCollection', features: shapes }, z, x, y, {
+      extent: TILE_EXTENT, buffer, tolerance, maxZoom: MAX_TILE_ZOOM, clip: true, wrap: false
+    }).features
+  for (const p of shown) if (p.geometry.type === 'Point') pointFeature(p, z, x, y, buffer, out)
+  return out
+}
+
+/**
+ * A Point placemark's feature, as geojson-vt would give it (the same projection, the same clipping to
+ * the tile and its buffer, the same rounding), without its general machinery: a tile's points are most
+ * of its placemarks, and each went through a FeatureCollection, a clip per axis and a transform.
+ */
+function pointFeature (p: TilePlacemark, z: number, x: number, y: number, buffer: number, out: GeoJSONVTFeature[]): void {
+  const [lon, lat] = p.geometry.coordinates as number[]
+  const scale = 1 << z
+  const margin = buffer / TILE_EXTENT
+  const px = lon / 360 + 0.5
+  if (px < (x - margin) / scale || px >= (x + 1 + margin) / scale) return
+  const sin = Math.sin((lat * Math.PI) / 180)
+  const projected = 0.5 - (0.25 * Math.log((1 + sin) / (1 - sin))) / Math.PI
+  const py = projected < 0 ? 0 : projected > 1 ? 1 : projected
+  if (py < (y - margin) / scale || py >= (y + 1 + margin) / scale) return
+  out.push({ type: 1, tags: propertiesOf(p), geometry: [[Math.round(TILE_EXTENT * (px * scale - x)), Math.round(TILE_EXTENT * (py * scale - y))]], id: p.id } as unknown as GeoJSONVTFeature)
 }
 
 function clusterFeature (c: GridCell, count: 'point_count' | 'shape_count'): GeoJSONVTFeature {
