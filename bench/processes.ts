@@ -17,6 +17,10 @@ import { log } from './report.ts'
 export const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
 // Every process runs the TypeScript sources as `npm start` and the other npm scripts do (scripts/typescript.mjs).
 export const LOADER = './scripts/typescript.mjs'
+// The Node options `npm start` gives the server (package.json's start script, before its loader): our
+// servers run with them, as production does; the peers run as their users would start them.
+export const START_OPTIONS = (JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { scripts: { start: string } })
+  .scripts.start.split(/\s+/).slice(1).filter((arg, k, args) => arg.startsWith('--') && k < args.indexOf('--import'))
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -103,8 +107,9 @@ export async function settle (pid: number) {
 
 /**
  * A process's RSS once it holds steady: sampled every second until it has moved less than 1 MiB over
- * five seconds (at most a minute). Node 24 gives back the pages of a worker that has exited (the box
- * index's) some seconds later, so a reading right after the load counts memory the process no longer holds.
+ * five seconds (at most a minute). Node 24 gave back the pages of a worker thread that had exited some
+ * seconds later, and the heap's own settle after a load: a reading right after it may count memory the
+ * process no longer holds.
  */
 export async function steadyMemory (child: ChildProcess): Promise<{ rss_mib: number; peak_rss_mib: number } | null> {
   const samples: number[] = []
@@ -150,7 +155,7 @@ export async function startServer (DATABASE_URL: string, env: Record<string, str
   const base = `http://127.0.0.1:${port}`
   // On :: when the machine has IPv6 (as many deployments listen): IPv4 clients then arrive mapped into IPv6.
   const ipv6 = await hasIpv6Loopback()
-  const child = spawn(node, ['--import', LOADER, 'server.ts'], {
+  const child = spawn(node, [...START_OPTIONS, '--import', LOADER, 'server.ts'], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, DATABASE_URL, PORT: String(port), HOST: ipv6 ? '::' : '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'development', RATE_LIMIT_MAX: '100000000', AUTH_RATE_LIMIT_MAX: '100000000', API_KEY_RATE_LIMIT_MAX: '100000000', SIGNIN_MAX_FAILURES: '1000000', DB_POOL_MAX: '20', JWT_SECRET: 'bench-access-secret-0123456789abcdefghijklmnop', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdefghijklmn', ...env }
@@ -226,7 +231,7 @@ export async function startProductionServer (name: string, DATABASE_URL: string,
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const started = performance.now()
-  const child = tracked(track, spawn(process.execPath, ['--import', LOADER, 'server.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DATABASE_URL, ...productionEnv(port), ...env } }))
+  const child = tracked(track, spawn(process.execPath, [...START_OPTIONS, '--import', LOADER, 'server.ts'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DATABASE_URL, ...productionEnv(port), ...env } }))
   while (performance.now() - started < 600_000) {
     if (child.exitCode !== null) throw new Error(`${name}: the server exited with code ${child.exitCode} before it was ready`)
     try { if ((await fetch(`${base}/health/ready`)).status === 200) return { name, base, child, readySeconds: (performance.now() - started) / 1000 } } catch { /* not up yet */ }

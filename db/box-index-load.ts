@@ -89,8 +89,11 @@ export async function buildBoxIndex (db: Kysely<Database>, opts: BoxIndexLoadOpt
   return builder.finish()
 }
 
-/** What db/box-index-process.ts reads from its stdin, and the header line it writes once the index's bytes are in `path`. */
-export interface BoxIndexProcessInput { url: string; maxBytes: number; pageSize?: number; path: string }
+/**
+ * What db/box-index-process.ts reads from its stdin (`server`: the pid of the process that started it), and
+ * the header line it writes once the index's bytes are in `path`.
+ */
+export interface BoxIndexProcessInput { url: string; maxBytes: number; pageSize?: number; path: string; server: number }
 export type BoxIndexProcessHeader = { kind: 'index'; parts: string; byteLength: number } | { kind: 'too-big'; bytes: number }
 
 // The builder process's TypeScript loader (the npm scripts' own) and its heap: a page of rows at a time
@@ -112,7 +115,7 @@ async function buildInProcess (url: string, opts: BoxIndexLoadOptions): Promise<
   const dir = await mkdtemp(join(tmpdir(), 'box-index-'))
   try {
     const path = join(dir, 'index')
-    const header = await runBuilder({ url, maxBytes: opts.maxBytes, pageSize: opts.pageSize, path }, opts)
+    const header = await runBuilder({ url, maxBytes: opts.maxBytes, pageSize: opts.pageSize, path, server: process.pid }, opts)
     if (header === null) return null
     if (header.kind === 'too-big') {
       opts.tooBig?.(header.bytes)

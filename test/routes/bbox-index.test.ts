@@ -9,6 +9,7 @@ import { buildApp, buildTestApp, importVegas, openTestDatabase, projectRoot, tes
 import { loggerOptions } from '../../lib/logger.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
 import { loadBoxIndex } from '../../db/box-index-load.ts'
+import { spawnScript } from '../support/run.ts'
 import { mulberry32 } from '../../lib/random.ts'
 import { until } from '../support/shared-state.ts'
 import type { FastifyInstance } from 'fastify'
@@ -159,6 +160,16 @@ t.test('the index built in a process of its own: the same answers, the byte budg
   await t.rejects(loadBoxIndex(handle.db, { maxBytes: 1 << 20, workerUrl: 'postgres://nobody@127.0.0.1:1/none', workerFrom: 0 }),
     /^the box index process exited \(code 1\) without an index: connect ECONNREFUSED 127\.0\.0\.1:1$/, 'a builder that cannot connect fails the load, saying why')
   t.same(readdirSync(tmp).filter((name) => name.startsWith('box-index-')), [], 'no builder\'s directory is left: loaded, too big, stopped or failed')
+
+  // A server killed while its builder runs: the builder removes its directory and exits.
+  const killed = await spawnScript('test/support/box-index-orphan.ts', [handle.url!], { TMPDIR: tmp })
+  t.same([killed.code, killed.stdout], [null, 'building\n'], 'the server was killed while its builder ran')
+  let left = readdirSync(tmp).filter((name) => name.startsWith('box-index-'))
+  for (let i = 0; i < 100 && left.length > 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    left = readdirSync(tmp).filter((name) => name.startsWith('box-index-'))
+  }
+  t.same(left, [], 'the builder of a killed server removes its directory')
 
   // Through the app: the builder process's index serves the same bytes as the database.
   const memory = await buildTestApp(t, handle, { BBOX_INDEX_WORKER_MIN: 0 })
