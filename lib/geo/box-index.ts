@@ -575,7 +575,8 @@ export class BoxIndex {
    */
   toParts (): BoxIndexParts {
     const trees = [this.tree, ...this.shapes.trees].map((t) => (t ? new Uint8Array(t.data, t.byteOffset, treeBytes(t)) : null))
-    const grids = [this.grid.toParts().points, ...this.grid.toParts().shapes]
+    const { points: pointGrid, shapes: shapeGridParts } = this.grid.toParts()
+    const grids = [pointGrid, ...shapeGridParts]
     const arrays: Part[] = [this.ids, this.starts, this.fragments, this.fragmentStarts, this.geometryAt, this.shapes.entries, this.shapes.starts,
       ...grids.flatMap((g) => [g.keys, g.items, g.colours]), ...this.chunks, ...this.packed, ...trees.filter((t) => t !== null)]
     const copies = inOneBuffer(arrays)
