@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
-import type { RawBuilder } from 'kysely'
 import { sql } from './kysely.ts'
-import { GRID_CELLS, GRID_LEVEL, MAX_MERCATOR_LAT } from '../lib/geo/tile-grid.ts'
+import { GRID_LEVEL, MAX_MERCATOR_LAT } from '../lib/geo/tile-grid.ts'
+import { cellSpan, gridXSql, gridYSql, smallShapeSql, type CellGroup } from './tile-cells.ts'
 import type { Database } from './types.ts'
 import { placemarkFilterConditions } from './ogc.ts'
 
@@ -38,25 +38,11 @@ export async function matchingPlacemarks (db: Kysely<Database>, f: TileFilterVal
   return flags
 }
 
-/** One group of a tile's placemarks counted in the database: a grid cell, a style and a geometry type, with the sums of positions. */
-export interface CellGroup { cx: number; cy: number; style_id: string | null; geometry_type: string; n: number; sum_x: number; sum_y: number; id: number }
-
-const SIDE = 2 ** GRID_LEVEL
-const MAX_LAT = MAX_MERCATOR_LAT
-// A cell of a tile's grid at zoom z, in cells of the finest level.
-const cellSpan = (z: number) => 2 ** (GRID_LEVEL - z) / GRID_CELLS
-// A position's column and row on the tiles' grid, with lib/geo/tile-grid.ts's formula (clamped at the world's edges).
-const gridX = (lon: RawBuilder<unknown>) => sql`least(${SIDE - 1}::float8, greatest(0::float8, floor(((${lon} + 180) / 360) * ${SIDE}::float8)))`
-const gridY = (lat: RawBuilder<unknown>) => sql`least(${SIDE - 1}::float8, greatest(0::float8, floor(((1 - ln(tan((${lat} * pi()) / 180) + 1 / cos((${lat} * pi()) / 180)) / pi()) / 2) * ${SIDE}::float8)))`
-const heldLat = (lat: RawBuilder<unknown>) => sql`least(${MAX_LAT}::float8, greatest(${-MAX_LAT}::float8, ${lat}))`
-/**
- * Whether a line or polygon is smaller than a grid cell at zoom z (tile-grid.ts's shapeOnGrid and
- * shapeLevel): the centre of its bounds within Web Mercator's latitudes, and the larger of its width and
- * height, in whole cells of the finest grid, less than a cell of zoom z (2^(22 − z) of them).
- */
-const smallShape = (z: number) => sql`(abs((p.min_lat + p.max_lat) / 2) <= ${MAX_LAT}::float8 AND greatest(
-  ${gridX(sql`p.max_lon`)} - ${gridX(sql`p.min_lon`)},
-  ${gridY(heldLat(sql`p.min_lat`))} - ${gridY(heldLat(sql`p.max_lat`))}) < ${cellSpan(z)}::float8)`
+// A cell of a tile's grid, a point's column and row and a small shape's test: the same SQL text as the
+// counted cells' (db/tile-cells.ts), from lib/geo/tile-grid.ts's formulas. Constants only.
+const gridX = (lon: string) => sql.raw(gridXSql(lon))
+const gridY = (lat: string) => sql.raw(gridYSql(lat))
+const smallShape = (z: number) => sql.raw(smallShapeSql(z))
 
 /**
  * Tile z/x/y's placemarks matching the filters as its grid counts them, in PostgreSQL (lib/geo/tile-grid.ts:
@@ -64,7 +50,8 @@ const smallShape = (z: number) => sql`(abs((p.min_lat + p.max_lat) / 2) <= ${MAX
  * tile's cells times its styles, however many placemarks it covers. A point's cell comes from its own
  * coordinates (west and north edges inclusive, clamped at the world's edges, none beyond ±85.0511°); a
  * line's or polygon's, when it is smaller than a cell at this zoom, from the centre of its bounds. The
- * bounding-box index finds the candidates.
+ * bounding-box index finds the candidates. `OFFSET 0` computes each candidate's grid position once: without
+ * it PostgreSQL copies the expressions into each of their three uses.
  */
 export async function tileCellGroups (db: Kysely<Database>, z: number, x: number, y: number, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, f: TileFilterValues): Promise<CellGroup[]> {
   const scale = 2 ** (GRID_LEVEL - z)
@@ -80,8 +67,9 @@ export async function tileCellGroups (db: Kysely<Database>, z: number, x: number
       WHERE (p.geometry_type = 'Point' OR ${smallShape(z)})
         AND p.bbox && box(point(${box.maxLon}::float8, ${box.maxLat}::float8), point(${box.minLon}::float8, ${box.minLat}::float8)) ${filters}
     ), points AS (
-      SELECT id, style_id, geometry_type, ${gridX(sql`lon`)} AS gx, ${gridY(sql`lat`)} AS gy
-      FROM candidates WHERE abs(lat) <= ${MAX_LAT}::float8 AND abs(lon) <= 180
+      SELECT id, style_id, geometry_type, ${gridX('lon')} AS gx, ${gridY('lat')} AS gy
+      FROM candidates WHERE abs(lat) <= ${MAX_MERCATOR_LAT}::float8 AND abs(lon) <= 180
+      OFFSET 0
     )
     SELECT floor(gx / ${cell}::float8)::float8 AS cx, floor(gy / ${cell}::float8)::float8 AS cy, style_id, geometry_type, count(*)::int AS n,
       sum(gx + 0.5)::float8 AS sum_x, sum(gy + 0.5)::float8 AS sum_y, min(id) AS id

@@ -2,6 +2,7 @@ import type { PoolClient } from 'pg'
 import type { DatabaseHandle } from './handle.ts'
 import type { KmzIcon } from '../lib/kml/source.ts'
 import { bulkWriter } from './bulk.ts'
+import { fillTileCells } from './tile-cells.ts'
 import { COLUMNS, countDuplicates, countStyle, dryRunSink, emptySummary, runImport, type FolderRecord, type ImportOptions, type ImportSummary, type InferredTime, type Row, type Sink, type StyleRecord } from '../lib/import/placemarks.ts'
 
 /**
@@ -211,6 +212,15 @@ async function lockForSwap (client: PoolClient, lock: SwapLockOptions): Promise<
   }
 }
 
+// The vector tiles' low zooms (db/tile-cells.ts) counted from the shadow table, in the import's transaction
+// (replaced with the placemarks at the commit; readers keep the old rows until then). After the lanes' index
+// builds, not beside them: the import's transaction would hold its read lock on the shadow table until the
+// commit, and adding its primary key needs that table to itself.
+async function countTileCells (client: PoolClient): Promise<void> {
+  await fillTileCells((text) => client.query(text), 'placemarks_next')
+  await client.query('ANALYZE tile_cells, tile_shapes')
+}
+
 // The dataset's images, replaced in the import's transaction (bounded by the KMZ's icon limits).
 async function replaceIcons (client: PoolClient, icons: KmzIcon[]): Promise<void> {
   await client.query('DELETE FROM dataset_icons')
@@ -357,6 +367,7 @@ async function databaseSink (handle: DatabaseHandle, summary: ImportSummary, loc
       if (copier !== client) await copier.query('COMMIT')
       await writeInSpatialOrder(lanes, handle.kind)
       await buildIndexes(lanes)
+      await countTileCells(client)
       await replaceIcons(client, icons)
       const version = await swapIn(client, summary, lock)
       // Committed: VACUUM marks the served table's pages all-visible, so that the box query's index-only

@@ -238,6 +238,22 @@ export interface AuditTable {
   data: ColumnType<Record<string, unknown>, string | undefined, string>
 }
 
+/** The tiles' low zooms counted by cell, style, geometry type and last zoom, per dataset version (db/tile-cells.ts, migration 025). */
+export interface TileCellTable {
+  z: number
+  x: number
+  y: number
+  cx: number
+  cy: number
+  style_id: string | null
+  geometry_type: string
+  last_zoom: number
+  n: number
+  sum_x: number
+  sum_y: number
+  id: number
+}
+
 export interface Database {
   users: UserTable
   user_guilds: UserGuildTable
@@ -247,6 +263,7 @@ export interface Database {
   styles: StyleTable
   folders: FolderTable
   dataset_icons: DatasetIconTable
+  tile_cells: TileCellTable
   dataset: DatasetTable
   activity_events: ActivityEventTable
   activity_daily: ActivityDailyTable

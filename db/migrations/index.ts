@@ -23,6 +23,7 @@ import * as activityOverview from './021_activity_overview.ts'
 import * as placemarkTimes from './022_placemark_times.ts'
 import * as datasetIcons from './023_dataset_icons.ts'
 import * as activityDayEdges from './024_activity_day_edges.ts'
+import * as tileCells from './025_tile_cells.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -49,5 +50,6 @@ export const migrations: Record<string, Migration> = {
   '021_activity_overview': activityOverview,
   '022_placemark_times': placemarkTimes,
   '023_dataset_icons': datasetIcons,
-  '024_activity_day_edges': activityDayEdges
+  '024_activity_day_edges': activityDayEdges,
+  '025_tile_cells': tileCells
 }

@@ -17,7 +17,8 @@ export const MAX_MERCATOR_LAT = 85.0511287798066
 
 /** Grid cells per tile side at a cluster zoom: 16, each 256 of the tile's 4096 units (32 px of a 512 px tile). */
 export const GRID_CELLS = 16
-const GRID_BITS = 4
+/** GRID_CELLS as a power of two. */
+export const GRID_BITS = 4
 /** The finest level of the grid: 2^26 cells a side (zoom 22 + 4). */
 export const GRID_LEVEL = 26
 const SIDE = 2 ** GRID_LEVEL

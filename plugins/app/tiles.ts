@@ -8,6 +8,7 @@ import type { BoxIndex } from '../../lib/geo/box-index.ts'
 import type { StyleResolver } from '../../lib/kml/resolved-style.ts'
 import { placemarkExtent } from '../../db/ogc.ts'
 import { loadStyleResolver } from '../../db/box-index-styles.ts'
+import { countedCellGroups, countedShapes, TILE_CELLS_MAX_ZOOM } from '../../db/tile-cells.ts'
 import { matchingPlacemarks, placemarkSummaries, tileCellGroups, tileShapes, type TileFilterValues } from '../../db/box-index-filter.ts'
 import { clientKey } from '../../lib/address-group.ts'
 import { HttpError } from '../../lib/errors.ts'
@@ -160,7 +161,12 @@ export default fp(async function tiles (app: FastifyInstance) {
       const read = tilePlacemarks(await app.boxIndex.query(box, match === null ? TILE_MAX_PLACEMARKS + 1 : ALL), resolver)
       return buildTile({ drawn: bounded(match === null ? read : read.filter((p) => match.flags[p.id] === 1), 'placemarks') }, z, x, y)
     }
-    const [groups, shapeRows] = await Promise.all([tileCellGroups(app.db, z, x, y, box, filter), tileShapes(app.db, z, box, filter, TILE_MAX_PLACEMARKS + 1)])
+    // Unfiltered, a low zoom's cells and large shapes were counted by the import (db/tile-cells.ts): the same groups and shapes.
+    const counted = z <= TILE_CELLS_MAX_ZOOM && !filtered(filter)
+    const [groups, shapeRows] = await Promise.all([
+      counted ? countedCellGroups(app.db, z, x, y) : tileCellGroups(app.db, z, x, y, box, filter),
+      counted ? countedShapes(app.db, z, box, TILE_MAX_PLACEMARKS + 1) : tileShapes(app.db, z, box, filter, TILE_MAX_PLACEMARKS + 1)
+    ])
     const shapes = shapeRows.filter((r) => intersectsBox(JSON.parse(r.geometry) as Geometry, box)).map((r) => tilePlacemark(r.summary, resolver))
     // Per kind (points, and shapes smaller than a cell), the cells in the grid's order (Morton keys), as the index gives them.
     const cellsOf = (point: boolean) => {

@@ -1,0 +1,168 @@
+import type { Kysely } from 'kysely'
+import { sql } from './kysely.ts'
+import { GRID_BITS, GRID_LEVEL, MAX_MERCATOR_LAT } from '../lib/geo/tile-grid.ts'
+import type { Database } from './types.ts'
+
+/**
+ * The grid of the vector tiles' clusters (lib/geo/tile-grid.ts) in SQL, and its low zooms counted once
+ * per dataset version.
+ *
+ * A tile's clusters on the database path (no box index loaded) are its points, and its lines and polygons
+ * smaller than a cell, counted by cell in PostgreSQL. Counted as they are asked, a tile's query reads
+ * every placemark of its box: a world tile of 10M placemarks reads all ten million. So the import counts
+ * zooms 0 to TILE_CELLS_MAX_ZOOM once, in `tile_cells` (migration 025), by cell, style, geometry type and
+ * the last of these zooms at which the placemark counts in a cell (a point at all of them, a shape while it
+ * is smaller than a cell): a tile of those zooms then reads its own rows, at most its 256 cells times
+ * its styles and types, whatever the placemarks; and, in `tile_shapes`, the lines and polygons larger than a
+ * cell at one of these zooms, the few that such a tile draws whole (found by their bounds' index, where the
+ * tile's own query tests every shape of its box). The rows are the same groups that the tile's own query
+ * gives (`db/box-index-filter.ts` tileCellGroups, from the same expressions): sums of positions in grid
+ * units are exact in float8 (half-units, under 2^52 at 10M placemarks), so any order of summing gives
+ * the same centres. The table is replaced in the import's transaction with the placemarks; filtered tiles
+ * (folder, q, datetime) and zooms past these are counted as they are asked.
+ */
+
+/** The highest zoom whose cells are counted once per dataset version. */
+export const TILE_CELLS_MAX_ZOOM = 7
+
+const SIDE = 2 ** GRID_LEVEL
+
+/** A longitude's column on the grid's finest level (clamped at the world's edges), as SQL text over an expression. */
+export const gridXSql = (lon: string) => `least(${SIDE - 1}::float8, greatest(0::float8, floor(((${lon} + 180) / 360) * ${SIDE}::float8)))`
+/** A latitude's row on the grid's finest level, counted from the north (clamped), as SQL text. */
+export const gridYSql = (lat: string) =>
+  `least(${SIDE - 1}::float8, greatest(0::float8, floor(((1 - ln(tan((${lat} * pi()) / 180) + 1 / cos((${lat} * pi()) / 180)) / pi()) / 2) * ${SIDE}::float8)))`
+const heldLatSql = (lat: string) => `least(${MAX_MERCATOR_LAT}::float8, greatest(${-MAX_MERCATOR_LAT}::float8, ${lat}))`
+
+/** The larger of a line's or polygon's width and height in cells of the finest level (p: the placemark's row). */
+export const shapeSpanSql = `greatest(${gridXSql('p.max_lon')} - ${gridXSql('p.min_lon')}, ${gridYSql(heldLatSql('p.min_lat'))} - ${gridYSql(heldLatSql('p.max_lat'))})`
+
+/** A cell of a tile's grid at zoom z, in cells of the finest level. */
+export const cellSpan = (z: number) => 2 ** (GRID_LEVEL - z - GRID_BITS)
+
+/** Whether a line or polygon is smaller than a cell at zoom z, its bounds' centre within Web Mercator's latitudes. */
+export const smallShapeSql = (z: number) => `(abs((p.min_lat + p.max_lat) / 2) <= ${MAX_MERCATOR_LAT}::float8 AND ${shapeSpanSql} < ${cellSpan(z)}::float8)`
+
+// The last zoom (up to TILE_CELLS_MAX_ZOOM) at which a placemark of this span counts in a cell (a point's
+// span is 0); -1 for a shape larger than a cell at zoom 0.
+const lastCellZoomSql = (span: string) => {
+  const arms: string[] = []
+  for (let z = TILE_CELLS_MAX_ZOOM; z >= 0; z--) arms.push(`WHEN ${span} < ${cellSpan(z)}::float8 THEN ${z}`)
+  return `CASE ${arms.join(' ')} ELSE -1 END`
+}
+
+// A placemark's position as its cell counts it: a point's own, the centre of a line's or polygon's bounds.
+const positionSql = (source: string) => `SELECT p.id, p.style_id, p.geometry_type, p.min_lon, p.min_lat, p.max_lon, p.max_lat, p.bbox,
+  CASE WHEN p.geometry_type = 'Point' THEN p.max_lon ELSE (p.min_lon + p.max_lon) / 2 END AS lon,
+  CASE WHEN p.geometry_type = 'Point' THEN p.max_lat ELSE (p.min_lat + p.max_lat) / 2 END AS lat
+  FROM ${source} p`
+
+/**
+ * The statements that fill an empty `target` table (tile_cells' columns) from the placemarks of `source`:
+ * the finest zoom's cells from the placemarks, then each zoom below from the one above (a cell is four of
+ * the next zoom's; a zoom keeps the shapes that count only at lower zooms, for them); and the large shapes.
+ * Each row's grid position and span are computed once (`OFFSET 0` keeps PostgreSQL from copying their
+ * expressions into every place that uses them). Constants only: no value of a request is in them.
+ */
+export function tileCellStatements (source: string, target: string): string[] {
+  const z = TILE_CELLS_MAX_ZOOM
+  const cell = cellSpan(z)
+  const tile = cell * 2 ** GRID_BITS
+  const finest = `INSERT INTO ${target} (z, x, y, cx, cy, style_id, geometry_type, last_zoom, n, sum_x, sum_y, id)
+    SELECT ${z}, floor(gx / ${tile}::float8)::int, floor(gy / ${tile}::float8)::int, floor(gx / ${cell}::float8)::int, floor(gy / ${cell}::float8)::int,
+      style_id, geometry_type, last_zoom, count(*)::int, sum(gx + 0.5), sum(gy + 0.5), min(id)
+    FROM (
+      SELECT id, style_id, geometry_type, gx, gy, ${lastCellZoomSql('span')} AS last_zoom
+      FROM (
+        SELECT p.id, p.style_id, p.geometry_type, ${gridXSql('p.lon')} AS gx, ${gridYSql('p.lat')} AS gy,
+          CASE WHEN p.geometry_type = 'Point' THEN 0::float8 ELSE ${shapeSpanSql} END AS span
+        FROM (${positionSql(source)}) p
+        WHERE abs(p.lat) <= ${MAX_MERCATOR_LAT}::float8 AND abs(p.lon) <= 180
+        OFFSET 0
+      ) s
+    ) g
+    WHERE last_zoom >= 0
+    GROUP BY 2, 3, 4, 5, style_id, geometry_type, last_zoom`
+  const statements = [finest]
+  for (let below = z - 1; below >= 0; below--) {
+    statements.push(`INSERT INTO ${target} (z, x, y, cx, cy, style_id, geometry_type, last_zoom, n, sum_x, sum_y, id)
+      SELECT ${below}, x / 2, y / 2, cx / 2, cy / 2, style_id, geometry_type, last_zoom, sum(n)::int, sum(sum_x), sum(sum_y), min(id)
+      FROM ${target} WHERE z = ${below + 1}
+      GROUP BY x / 2, y / 2, cx / 2, cy / 2, style_id, geometry_type, last_zoom`)
+  }
+  // The lines and polygons larger than a cell at one of these zooms (or with their centre beyond Web
+  // Mercator's latitudes, in no cell): what such a tile draws whole.
+  statements.push(`INSERT INTO ${shapesOf(target)} (id, last_zoom, bbox)
+    SELECT id, last_zoom, bbox FROM (
+      SELECT id, bbox, CASE WHEN span IS NULL THEN -1 ELSE ${lastCellZoomSql('span')} END AS last_zoom
+      FROM (
+        SELECT p.id, p.bbox, CASE WHEN abs(p.lat) <= ${MAX_MERCATOR_LAT}::float8 THEN ${shapeSpanSql} END AS span
+        FROM (${positionSql(source)}) p
+        WHERE p.geometry_type <> 'Point'
+        OFFSET 0
+      ) s
+    ) l
+    WHERE last_zoom < ${z}`)
+  return statements
+}
+
+// The large shapes' table beside a cells' table.
+const shapesOf = (cells: string) => cells.replace(/cells$/, 'shapes')
+
+/** The table's definition (migration 025). */
+export const TILE_CELLS_TABLE = `CREATE TABLE tile_cells (
+  z smallint NOT NULL,
+  x int NOT NULL,
+  y int NOT NULL,
+  cx int NOT NULL,
+  cy int NOT NULL,
+  style_id text,
+  geometry_type text NOT NULL,
+  last_zoom smallint NOT NULL,
+  n int NOT NULL,
+  sum_x float8 NOT NULL,
+  sum_y float8 NOT NULL,
+  id int NOT NULL
+)`
+/** The lines and polygons larger than a cell at some zoom up to TILE_CELLS_MAX_ZOOM (larger from the zoom after `last_zoom`; −1: at every zoom). */
+export const TILE_SHAPES_TABLE = `CREATE TABLE tile_shapes (
+  id int PRIMARY KEY,
+  last_zoom smallint NOT NULL,
+  bbox box NOT NULL
+)`
+export const TILE_CELLS_INDEXES = [
+  'CREATE INDEX tile_cells_tile_idx ON tile_cells (z, x, y)',
+  'CREATE INDEX tile_shapes_bbox_idx ON tile_shapes USING gist (bbox)'
+]
+
+/** Replaces tile_cells' and tile_shapes' rows with those of the placemarks of `source`, in the caller's transaction. */
+export async function fillTileCells (query: (text: string) => Promise<unknown>, source: string): Promise<void> {
+  await query('DELETE FROM tile_cells')
+  await query('DELETE FROM tile_shapes')
+  for (const statement of tileCellStatements(source, 'tile_cells')) await query(statement)
+}
+
+/** One group of a tile's placemarks counted by cell: a grid cell, a style and a geometry type, with the sums of positions and the least id. */
+export interface CellGroup { cx: number; cy: number; style_id: string | null; geometry_type: string; n: number; sum_x: number; sum_y: number; id: number }
+
+/** Tile z/x/y's groups, unfiltered, from the counted cells (z at most TILE_CELLS_MAX_ZOOM). */
+export async function countedCellGroups (db: Kysely<Database>, z: number, x: number, y: number): Promise<CellGroup[]> {
+  const { rows } = await sql<CellGroup>`
+    SELECT cx, cy, style_id, geometry_type, sum(n)::int AS n, sum(sum_x)::float8 AS sum_x, sum(sum_y)::float8 AS sum_y, min(id) AS id
+    FROM tile_cells WHERE z = ${z} AND x = ${x} AND y = ${y} AND last_zoom >= ${z}
+    GROUP BY cx, cy, style_id, geometry_type`.execute(db)
+  return rows.map((r) => ({ ...r, cx: Number(r.cx), cy: Number(r.cy), sum_x: Number(r.sum_x), sum_y: Number(r.sum_y) }))
+}
+
+/**
+ * The lines and polygons an unfiltered tile of zoom z (at most TILE_CELLS_MAX_ZOOM) draws as themselves
+ * (not smaller than a cell there) whose bounding box meets the box, the first `limit` by id, as summaries
+ * with their geometries: what tileShapes (db/box-index-filter.ts) gives, from the shapes counted as large.
+ */
+export async function countedShapes (db: Kysely<Database>, z: number, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, limit: number): Promise<{ summary: string; geometry: string }[]> {
+  const { rows } = await sql<{ summary: string; geometry: string }>`
+    SELECT p.summary, p.geometry FROM tile_shapes s JOIN placemarks p ON p.id = s.id
+    WHERE s.last_zoom < ${z} AND s.bbox && box(point(${box.maxLon}::float8, ${box.maxLat}::float8), point(${box.minLon}::float8, ${box.minLat}::float8))
+    ORDER BY s.id LIMIT ${limit}`.execute(db)
+  return rows
+}
