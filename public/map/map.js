@@ -8,7 +8,7 @@
  * and connections to this origin (and the base map's) only: a KML icon is fetched from this server's
  * `/api/v1/icons/` or not at all.
  */
-import { CLUSTER_LAYER, FILL_LAYER, ICON_LAYER, ICON_PX, LINE_LAYER, PICKABLE, POINT_LAYER, SOURCE, baseTiles, iconUrl, mapStyle, multiply, parseIconId, pointFilters } from './style.js'
+import { CLUSTER_LAYER, FILL_LAYER, ICON_LAYER, ICON_PX, LINE_LAYER, PICKABLE, POINT_LAYER, SHAPE_BADGE_LAYER, SOURCE, baseTiles, iconUrl, mapStyle, multiply, parseIconId, pointFilters } from './style.js'
 import { filterParams, readView, writeView } from './view.js'
 import { TimeBar, timeFormats } from './timebar.js'
 import { configurePurifier, popupContent, sanitize } from './popup.js'
@@ -448,7 +448,8 @@ async function start () {
     map.easeTo({ center: [lon, lat], zoom: Math.min(map.getZoom() + 2, 22) })
   }
 
-  map.on('click', CLUSTER_LAYER, (e) => { if (e.features?.[0]) zoomInto(e.features[0]) })
+  // A cluster of shapes answers on its badge too (drawn off its position); one handler, so one zoom: the top feature's.
+  map.on('click', [SHAPE_BADGE_LAYER, CLUSTER_LAYER], (e) => { if (e.features?.[0]) zoomInto(e.features[0]) })
   for (const layer of [ICON_LAYER, POINT_LAYER, LINE_LAYER, FILL_LAYER]) {
     map.on('click', layer, (e) => {
       const feature = e.features?.[0]

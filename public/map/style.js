@@ -1,10 +1,12 @@
 /*
  * The map's MapLibre style: the base map (raster tiles from MAP_TILE_URL, when set) under the placemarks'
  * vector tiles, drawn with their KML styles: a point's icon (an image of the imported KMZ) or else a
- * circle of its icon colour, a line's colour and width, a polygon's fill and outline. A cluster is a
- * circle of the colour most of its points share, its count written on it; a cluster of lines and
- * polygons (each smaller than a grid cell at that zoom) is a paler one. A placemark whose style says
- * nothing takes the page's default colour.
+ * circle of its icon colour, a line's colour and width, a polygon's fill and outline. A cluster of points
+ * is a circle of the colour most of its points share, its count written on it. A cluster of lines and
+ * polygons (each smaller than a grid cell at that zoom) is a small ring of their line colour where they
+ * are, with its count on a smaller badge (the page's background, ringed in that colour) set off up and to
+ * the right (`SHAPE_OFFSET`), so that a cell holding both kinds shows both counts side by side. A placemark
+ * whose style says nothing takes the page's default colour.
  *
  * Icons: a point whose `icon` attribute is a plain relative href (`images/icon-1.png`, an image the KMZ
  * held, served at `/api/v1/icons/images/icon-1.png`) is drawn by the symbol layer `icons`, its image
@@ -25,12 +27,13 @@ export const SOURCE_LAYER = 'placemarks'
 // The layers a reader can click or pick from the list, top first.
 export const CLUSTER_LAYER = 'clusters'
 export const COUNT_LAYER = 'cluster-counts'
+export const SHAPE_BADGE_LAYER = 'shape-cluster-badges'
 export const POINT_LAYER = 'points'
 export const ICON_LAYER = 'icons'
 export const LINE_LAYER = 'lines'
 export const FILL_LAYER = 'polygons'
 export const OUTLINE_LAYER = 'polygon-outlines'
-export const PICKABLE = [CLUSTER_LAYER, ICON_LAYER, POINT_LAYER, LINE_LAYER, FILL_LAYER]
+export const PICKABLE = [SHAPE_BADGE_LAYER, CLUSTER_LAYER, ICON_LAYER, POINT_LAYER, LINE_LAYER, FILL_LAYER]
 
 /** @typedef {{ dark: boolean }} Scheme */
 
@@ -44,6 +47,16 @@ const colour = (/** @type {string} */ attribute, /** @type {string} */ fallback)
 // A cluster of points (`point_count`) or of lines and polygons smaller than a grid cell (`shape_count`).
 const isCluster = /** @type {Expression} */ (['has', 'cluster'])
 const clusterCount = /** @type {Expression} */ (['coalesce', ['get', 'point_count'], ['get', 'shape_count']])
+const isShapes = /** @type {Expression} */ (['has', 'shape_count'])
+
+/**
+ * Where a cluster of shapes' badge and count are drawn from its position, in CSS pixels (right, down):
+ * a cell can hold a cluster of points and one of shapes a few pixels apart, and their counts would be
+ * written over each other. Up and to the right, the badge's count clears the point cluster's (centred,
+ * 12 px high) whatever its size, the badge over its edge. Clusters of points stay at their points' mean.
+ */
+export const SHAPE_OFFSET = /** @type {[number, number]} */ ([15, -15])
+const SHAPE_TEXT_SIZE = 11
 
 // --- KML icons.
 
@@ -198,18 +211,36 @@ export function mapStyle ({ tiles, baseTiles, attribution, scheme }) {
       }
     },
     {
+      // Both kinds, each at its position: a cluster of points as its circle, one of shapes as a small ring under them.
       id: CLUSTER_LAYER,
       type: 'circle',
       source: SOURCE,
       'source-layer': SOURCE_LAYER,
       filter: isCluster,
+      layout: { 'circle-sort-key': ['case', isShapes, 0, 1] },
       paint: {
-        'circle-radius': ['interpolate', ['linear'], clusterCount, 2, 11, 100, 16, 1000, 20, 100000, 28],
-        'circle-color': ['case', ['has', 'shape_count'], colour('color', DEFAULT_LINE), colour('color', DEFAULT_POINT)],
-        // A cluster of shapes paler than one of points.
-        'circle-opacity': ['case', ['has', 'shape_count'], 0.55, 0.85],
+        'circle-radius': ['case', isShapes, 2.5, ['interpolate', ['linear'], clusterCount, 2, 11, 100, 16, 1000, 20, 100000, 28]],
+        'circle-color': ['case', isShapes, halo, colour('color', DEFAULT_POINT)],
+        'circle-opacity': ['case', isShapes, 1, 0.85],
         'circle-stroke-width': 2,
-        'circle-stroke-color': halo
+        'circle-stroke-color': ['case', isShapes, colour('color', DEFAULT_LINE), halo]
+      }
+    },
+    {
+      // A cluster of shapes' badge, off its ring by SHAPE_OFFSET: smaller than a cluster of points, the page's background ringed in the shapes' line colour.
+      id: SHAPE_BADGE_LAYER,
+      type: 'circle',
+      source: SOURCE,
+      'source-layer': SOURCE_LAYER,
+      filter: ['all', isCluster, isShapes],
+      paint: {
+        'circle-radius': ['interpolate', ['linear'], clusterCount, 2, 9, 100, 11, 1000, 12, 100000, 14],
+        'circle-color': halo,
+        'circle-stroke-width': 2.5,
+        'circle-stroke-color': colour('color', DEFAULT_LINE),
+        'circle-translate': SHAPE_OFFSET,
+        // The same pixels as its count's text-offset, which turns with the text, not with the map.
+        'circle-translate-anchor': 'viewport'
       }
     },
     {
@@ -222,11 +253,19 @@ export function mapStyle ({ tiles, baseTiles, attribution, scheme }) {
         'text-field': ['coalesce', ['get', 'point_count_abbreviated'], ['get', 'shape_count_abbreviated'], ['to-string', clusterCount]],
         // No glyph server: MapLibre draws the digits with the browser's own sans-serif.
         'text-font': ['sans-serif'],
-        'text-size': 12,
+        'text-size': ['case', isShapes, SHAPE_TEXT_SIZE, 12],
+        // In ems of the text's size: a cluster of shapes' count on its badge.
+        'text-offset': ['case', isShapes, ['literal', SHAPE_OFFSET.map((px) => px / SHAPE_TEXT_SIZE)], ['literal', [0, 0]]],
         'text-allow-overlap': true,
-        'text-ignore-placement': true
+        'text-ignore-placement': true,
+        // Where a badge's count still meets another cluster's, the points' count is drawn over it.
+        'symbol-sort-key': ['case', isShapes, 0, 1]
       },
-      paint: { 'text-color': '#ffffff', 'text-halo-color': '#000000a0', 'text-halo-width': 1.2 }
+      paint: {
+        'text-color': ['case', isShapes, scheme.dark ? '#e8eaed' : '#1d1d1f', '#ffffff'],
+        'text-halo-color': ['case', isShapes, halo, '#000000a0'],
+        'text-halo-width': 1.2
+      }
     }
   )
   return { version: 8, sources, layers }

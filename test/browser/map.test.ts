@@ -133,6 +133,39 @@ t.test('the whole dataset drawn from the tiles, clusters adding up, then panned 
   await page.screenshot({ path: join(artifacts, 'map.png') })
   t.same(await axeFindings(page), [], 'axe: no serious or critical violation')
 
+  // A cluster of shapes' badge and count are drawn SHAPE_OFFSET pixels off its position (clear of the point
+  // cluster a cell may hold there too); the translated badge is what a click finds, and it zooms in there.
+  const badge = await page.evaluate(async () => {
+    const map = (globalThis as any).placemarkMap
+    const { SHAPE_OFFSET: [dx, dy] } = await import('/map/assets/style.js' as string)
+    // (No named function here: the TypeScript loader would wrap it in a helper the page has not.)
+    const badges = map.queryRenderedFeatures({ layers: ['clusters'] })
+      .filter((f: any) => f.properties.shape_count !== undefined)
+      .map((f: any) => ({ f, point: [map.project(f.geometry.coordinates).x + dx, map.project(f.geometry.coordinates).y + dy] }))
+    // One whose badge has no placemark under it to click as well (another cluster's circle may be there, below).
+    const { f, point } = badges.find((b: any) => map.queryRenderedFeatures(b.point, { layers: ['icons', 'points', 'lines', 'polygons'] }).length === 0)
+    const key = JSON.stringify([f.properties.shape_count, f.geometry.coordinates])
+    const canvas = map.getCanvas().getBoundingClientRect()
+    return {
+      offset: [dx, dy],
+      center: f.geometry.coordinates as [number, number],
+      top: map.queryRenderedFeatures(point, { layers: ['shape-cluster-badges', 'clusters'] }).slice(0, 1).map((g: any) => [g.layer.id, JSON.stringify([g.properties.shape_count, g.geometry.coordinates]) === key]),
+      counts: map.queryRenderedFeatures(point, { layers: ['cluster-counts'] }).filter((g: any) => JSON.stringify([g.properties.shape_count, g.geometry.coordinates]) === key).length,
+      client: [canvas.left + point[0], canvas.top + point[1]]
+    }
+  })
+  t.ok(Math.hypot(badge.offset[0], badge.offset[1]) >= 15, `the badges ${badge.offset.join(', ')} px off their clusters`)
+  t.same(badge.top, [['shape-cluster-badges', true]], 'the badge, translated, is the top feature at its place')
+  t.equal(badge.counts, 1, 'its count written on it')
+  const whole0 = await page.evaluate(() => { const m = (globalThis as any).placemarkMap; return { center: m.getCenter(), zoom: m.getZoom() } })
+  await page.mouse.click(badge.client[0], badge.client[1])
+  await page.waitForFunction((z) => (globalThis as any).placemarkMap.getZoom() > z + 1.9, whole0.zoom)
+  await idle(page)
+  const zoomedAt = await page.evaluate(() => (globalThis as any).placemarkMap.getCenter())
+  t.ok(Math.abs(zoomedAt.lng - badge.center[0]) < 1e-5 && Math.abs(zoomedAt.lat - badge.center[1]) < 1e-5, 'a click on the badge zooms into its cluster')
+  await page.evaluate((v) => (globalThis as any).placemarkMap.jumpTo(v), whole0)
+  await idle(page)
+
   // A click on a cluster zooms in.
   const before = await page.evaluate(() => (globalThis as any).placemarkMap.getZoom())
   await page.locator('#visible button.cluster').first().click()
