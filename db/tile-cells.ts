@@ -23,7 +23,7 @@ import type { Database } from './types.ts'
  */
 
 /** The highest zoom whose cells are counted once per dataset version. */
-export const TILE_CELLS_MAX_ZOOM = 7
+export const TILE_CELLS_MAX_ZOOM = 10
 
 const SIDE = 2 ** GRID_LEVEL
 
