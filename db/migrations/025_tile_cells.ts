@@ -4,7 +4,7 @@ import { TILE_CELLS_INDEXES, TILE_CELLS_TABLE, TILE_SHAPES_TABLE, tileCellStatem
 
 /**
  * The vector tiles' low zooms counted once per dataset version (db/tile-cells.ts): each import replaces
- * the rows in its transaction. Counted here from the placemarks already served (2–3 s at 1M
+ * the rows in its transaction. Counted here from the placemarks already served (5–7 s at 1M
  * placemarks), so that a database upgraded in place serves its low zooms from them at once.
  */
 export async function up (db: Kysely<unknown>): Promise<void> {
