@@ -58,17 +58,17 @@ const positionSql = (source: string) => `SELECT p.id, p.style_id, p.geometry_typ
   FROM ${source} p`
 
 /**
- * The statements that fill an empty `target` table (tile_cells' columns) from the placemarks of `source`:
+ * The statements that fill the empty tile_cells and tile_shapes from the placemarks of `source`:
  * the finest zoom's cells from the placemarks, then each zoom below from the one above (a cell is four of
  * the next zoom's; a zoom keeps the shapes that count only at lower zooms, for them); and the large shapes.
  * Each row's grid position and span are computed once (`OFFSET 0` keeps PostgreSQL from copying their
  * expressions into every place that uses them). Constants only: no value of a request is in them.
  */
-export function tileCellStatements (source: string, target: string): string[] {
+export function tileCellStatements (source: string): string[] {
   const z = TILE_CELLS_MAX_ZOOM
   const cell = cellSpan(z)
   const tile = cell * 2 ** GRID_BITS
-  const finest = `INSERT INTO ${target} (z, x, y, cx, cy, style_id, geometry_type, last_zoom, n, sum_x, sum_y, id)
+  const finest = `INSERT INTO tile_cells (z, x, y, cx, cy, style_id, geometry_type, last_zoom, n, sum_x, sum_y, id)
     SELECT ${z}, floor(gx / ${tile}::float8)::int, floor(gy / ${tile}::float8)::int, floor(gx / ${cell}::float8)::int, floor(gy / ${cell}::float8)::int,
       style_id, geometry_type, last_zoom, count(*)::int, sum(gx + 0.5), sum(gy + 0.5), min(id)
     FROM (
@@ -85,14 +85,14 @@ export function tileCellStatements (source: string, target: string): string[] {
     GROUP BY 2, 3, 4, 5, style_id, geometry_type, last_zoom`
   const statements = [finest]
   for (let below = z - 1; below >= 0; below--) {
-    statements.push(`INSERT INTO ${target} (z, x, y, cx, cy, style_id, geometry_type, last_zoom, n, sum_x, sum_y, id)
+    statements.push(`INSERT INTO tile_cells (z, x, y, cx, cy, style_id, geometry_type, last_zoom, n, sum_x, sum_y, id)
       SELECT ${below}, x / 2, y / 2, cx / 2, cy / 2, style_id, geometry_type, last_zoom, sum(n)::int, sum(sum_x), sum(sum_y), min(id)
-      FROM ${target} WHERE z = ${below + 1}
+      FROM tile_cells WHERE z = ${below + 1}
       GROUP BY x / 2, y / 2, cx / 2, cy / 2, style_id, geometry_type, last_zoom`)
   }
   // The lines and polygons larger than a cell at one of these zooms (or with their centre beyond Web
   // Mercator's latitudes, in no cell): what such a tile draws whole.
-  statements.push(`INSERT INTO ${shapesOf(target)} (id, last_zoom, bbox)
+  statements.push(`INSERT INTO tile_shapes (id, last_zoom, bbox)
     SELECT id, last_zoom, bbox FROM (
       SELECT id, bbox, CASE WHEN span IS NULL THEN -1 ELSE ${lastCellZoomSql('span')} END AS last_zoom
       FROM (
@@ -105,9 +105,6 @@ export function tileCellStatements (source: string, target: string): string[] {
     WHERE last_zoom < ${z}`)
   return statements
 }
-
-// The large shapes' table beside a cells' table.
-const shapesOf = (cells: string) => cells.replace(/cells$/, 'shapes')
 
 /** The table's definition (migration 025). */
 export const TILE_CELLS_TABLE = `CREATE TABLE tile_cells (
@@ -139,7 +136,7 @@ export const TILE_CELLS_INDEXES = [
 export async function fillTileCells (query: (text: string) => Promise<unknown>, source: string): Promise<void> {
   await query('DELETE FROM tile_cells')
   await query('DELETE FROM tile_shapes')
-  for (const statement of tileCellStatements(source, 'tile_cells')) await query(statement)
+  for (const statement of tileCellStatements(source)) await query(statement)
 }
 
 /** One group of a tile's placemarks counted by cell: a grid cell, a style and a geometry type, with the sums of positions and the least id. */
@@ -151,6 +148,11 @@ export async function countedCellGroups (db: Kysely<Database>, z: number, x: num
     SELECT cx, cy, style_id, geometry_type, sum(n)::int AS n, sum(sum_x)::float8 AS sum_x, sum(sum_y)::float8 AS sum_y, min(id) AS id
     FROM tile_cells WHERE z = ${z} AND x = ${x} AND y = ${y} AND last_zoom >= ${z}
     GROUP BY cx, cy, style_id, geometry_type`.execute(db)
+  return cellGroups(rows)
+}
+
+/** Cell groups as the driver gives them (float8 and bigint columns may come as text) as numbers. */
+export function cellGroups (rows: CellGroup[]): CellGroup[] {
   return rows.map((r) => ({ ...r, cx: Number(r.cx), cy: Number(r.cy), sum_x: Number(r.sum_x), sum_y: Number(r.sum_y) }))
 }
 

@@ -10,7 +10,7 @@ import { TILE_CELLS_INDEXES, TILE_CELLS_TABLE, TILE_SHAPES_TABLE, tileCellStatem
 export async function up (db: Kysely<unknown>): Promise<void> {
   await sql.raw(TILE_CELLS_TABLE).execute(db)
   await sql.raw(TILE_SHAPES_TABLE).execute(db)
-  for (const statement of tileCellStatements('placemarks', 'tile_cells')) await sql.raw(statement).execute(db)
+  for (const statement of tileCellStatements('placemarks')) await sql.raw(statement).execute(db)
   for (const statement of TILE_CELLS_INDEXES) await sql.raw(statement).execute(db)
 }
 
