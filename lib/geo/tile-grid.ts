@@ -85,9 +85,25 @@ function decodeY (key: number): number {
   return compact((key - hi * HALF) >>> 1) | (compact(hi >>> 1) << LOW)
 }
 
-/** The mean of `n` positions summing to `sum` (grid units), in tile units of tile t at zoom z (0..4096). */
+/**
+ * How far a cluster is drawn from its cell's centre, at most, as a fraction of the cell (a cell is 256 tile
+ * units, 32 px on a 512 px tile): the mean of its points, held to the middle quarter of the cell. The
+ * mean alone may lie anywhere in the cell, so that two neighbours' means could touch; held, they stay
+ * three quarters of a cell (24 px) apart, and circles of up to 12 px radius never cover each other.
+ */
+export const CLUSTER_DRIFT = 1 / 8
+
+/**
+ * Where a cell's cluster is drawn, in tile units of tile t at zoom z (0..4096): the mean of its `n`
+ * positions summing to `sum` (grid units), at most CLUSTER_DRIFT of a cell from the centre of the cell
+ * holding it (the mean of points in one cell is in that cell).
+ */
 export function tileUnits (sum: number, n: number, z: number, t: number): number {
-  return Math.min(4096, Math.max(0, Math.round((sum / n) * (4096 / 2 ** (GRID_LEVEL - z)) - t * 4096)))
+  const cell = 2 ** (GRID_LEVEL - z - GRID_BITS)
+  const mean = sum / n
+  const centre = (Math.floor(mean / cell) + 0.5) * cell
+  const held = Math.min(centre + CLUSTER_DRIFT * cell, Math.max(centre - CLUSTER_DRIFT * cell, mean))
+  return Math.min(4096, Math.max(0, Math.round(held * (4096 / 2 ** (GRID_LEVEL - z)) - t * 4096)))
 }
 
 /** Of colours and their counts, the one most share; a tie goes to the first in code point order, none ('') first of all. */

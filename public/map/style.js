@@ -53,10 +53,10 @@ const isShapes = /** @type {Expression} */ (['has', 'shape_count'])
  * Where a cluster of shapes' badge and count are drawn from its position, in CSS pixels (right, down):
  * a cell can hold a cluster of points and one of shapes a few pixels apart, and their counts would be
  * written over each other. Up and to the right, the badge's count clears the point cluster's (centred,
- * 12 px high) whatever its size, the badge over its edge. Clusters of points stay at their points' mean.
+ * 12 px high) whatever its size, the badge over its edge. Clusters of points stay at their points' mean (held near their cell's centre).
  */
 export const SHAPE_OFFSET = /** @type {[number, number]} */ ([15, -15])
-const SHAPE_TEXT_SIZE = 11
+const SHAPE_TEXT_SIZE = 10
 
 // --- KML icons.
 
@@ -219,7 +219,9 @@ export function mapStyle ({ tiles, baseTiles, attribution, scheme }) {
       filter: isCluster,
       layout: { 'circle-sort-key': ['case', isShapes, 0, 1] },
       paint: {
-        'circle-radius': ['case', isShapes, 2.5, ['interpolate', ['linear'], clusterCount, 2, 11, 100, 16, 1000, 20, 100000, 28]],
+        // At most 12 px: a cluster is drawn within the middle quarter of its 32 px cell (CLUSTER_DRIFT on the
+        // server), so that neighbours stay 24 px apart and their circles never cover each other.
+        'circle-radius': ['case', isShapes, 2.5, ['interpolate', ['linear'], clusterCount, 2, 9, 100, 10.5, 1000, 11.5, 100000, 12]],
         'circle-color': ['case', isShapes, halo, colour('color', DEFAULT_POINT)],
         'circle-opacity': ['case', isShapes, 1, 0.85],
         'circle-stroke-width': 2,
@@ -234,7 +236,7 @@ export function mapStyle ({ tiles, baseTiles, attribution, scheme }) {
       'source-layer': SOURCE_LAYER,
       filter: ['all', isCluster, isShapes],
       paint: {
-        'circle-radius': ['interpolate', ['linear'], clusterCount, 2, 9, 100, 11, 1000, 12, 100000, 14],
+        'circle-radius': ['interpolate', ['linear'], clusterCount, 2, 8, 100, 9, 1000, 10, 100000, 11],
         'circle-color': halo,
         'circle-stroke-width': 2.5,
         'circle-stroke-color': colour('color', DEFAULT_LINE),
@@ -253,7 +255,8 @@ export function mapStyle ({ tiles, baseTiles, attribution, scheme }) {
         'text-field': ['coalesce', ['get', 'point_count_abbreviated'], ['get', 'shape_count_abbreviated'], ['to-string', clusterCount]],
         // No glyph server: MapLibre draws the digits with the browser's own sans-serif.
         'text-font': ['sans-serif'],
-        'text-size': ['case', isShapes, SHAPE_TEXT_SIZE, 12],
+        // Four characters (`1.2k`, `833k`) within a 24 px circle.
+        'text-size': ['case', isShapes, SHAPE_TEXT_SIZE, ['>=', clusterCount, 1000], 11, 12],
         // In ems of the text's size: a cluster of shapes' count on its badge.
         'text-offset': ['case', isShapes, ['literal', SHAPE_OFFSET.map((px) => px / SHAPE_TEXT_SIZE)], ['literal', [0, 0]]],
         'text-allow-overlap': true,
