@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import { sql } from './kysely.ts'
 import { GRID_LEVEL, MAX_MERCATOR_LAT } from '../lib/geo/tile-grid.ts'
-import { cellGroups, cellSpan, gridXSql, gridYSql, smallShapeSql, type CellGroup } from './tile-cells.ts'
+import { cellSpan, gridXSql, gridYSql, smallShapeSql, type StyleCellGroup } from './tile-cells.ts'
 import type { Database } from './types.ts'
 import { placemarkFilterConditions } from './ogc.ts'
 
@@ -53,12 +53,12 @@ const smallShape = (z: number) => sql.raw(smallShapeSql(z))
  * bounding-box index finds the candidates. `OFFSET 0` computes each candidate's grid position once: without
  * it PostgreSQL copies the expressions into each of their three uses.
  */
-export async function tileCellGroups (db: Kysely<Database>, z: number, x: number, y: number, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, f: TileFilterValues): Promise<CellGroup[]> {
+export async function tileCellGroups (db: Kysely<Database>, z: number, x: number, y: number, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, f: TileFilterValues): Promise<StyleCellGroup[]> {
   const scale = 2 ** (GRID_LEVEL - z)
   const cell = cellSpan(z)
   const parts = placemarkFilterConditions(f)
   const filters = parts.length === 0 ? sql`` : sql`AND ${sql.join(parts, sql` AND `)}`
-  const { rows } = await sql<CellGroup>`
+  const { rows } = await sql<StyleCellGroup>`
     WITH candidates AS (
       SELECT p.id, p.style_id, p.geometry_type,
         CASE WHEN p.geometry_type = 'Point' THEN p.max_lon ELSE (p.min_lon + p.max_lon) / 2 END AS lon,
@@ -76,7 +76,7 @@ export async function tileCellGroups (db: Kysely<Database>, z: number, x: number
     FROM points
     WHERE floor(gx / ${scale}::float8) = ${x}::float8 AND floor(gy / ${scale}::float8) = ${y}::float8
     GROUP BY 1, 2, 3, 4`.execute(db)
-  return cellGroups(rows)
+  return rows
 }
 
 /** The summaries of these placemarks, in id order. */

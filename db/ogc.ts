@@ -70,30 +70,10 @@ export async function countMatching (db: Db, f: ItemFilter): Promise<number> {
   return rows[0]?.n ?? 0
 }
 
-/** The dataset's extent, [min lon, min lat, max lon, max lat]; null when it has no placemark. */
-export async function placemarkExtent (db: Db): Promise<[number, number, number, number] | null> {
-  const { rows: [row] } = await sql<{ min_lon: number | null; min_lat: number; max_lon: number; max_lat: number }>`
-    SELECT min((bbox[1])[0]) AS min_lon, min((bbox[1])[1]) AS min_lat, max((bbox[0])[0]) AS max_lon, max((bbox[0])[1]) AS max_lat
-    FROM placemarks`.execute(db)
-  if (!row || row.min_lon === null) return null
-  return [row.min_lon, row.min_lat, row.max_lon, row.max_lat]
-}
-
 /** One placemark's KML time; undefined when no placemark has this id. */
 export async function placemarkTimeOf (db: Db, id: number): Promise<{ time_begin: string | null; time_end: string | null } | undefined> {
   const { rows: [row] } = await sql<{ time_begin: string | null; time_end: string | null }>`SELECT ${TIME} FROM placemarks p WHERE p.id = ${id}`.execute(db)
   return row
-}
-
-/** The dataset's time span, [earliest begin, latest end] (null at an end no placemark bounds); null when no placemark has a time. */
-export async function placemarkTimeExtent (db: Db): Promise<[string | null, string | null] | null> {
-  const { rows: [row] } = await sql<{ timed: boolean; open_begin: boolean; open_end: boolean; time_begin: string | null; time_end: string | null }>`
-    SELECT count(*) > 0 AS timed, bool_or(time_begin IS NULL) AS open_begin, bool_or(time_end IS NULL) AS open_end,
-      to_char(min(time_begin) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time_begin,
-      to_char(max(time_end) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time_end
-    FROM placemarks WHERE time_begin IS NOT NULL OR time_end IS NOT NULL`.execute(db)
-  if (!row?.timed) return null
-  return [row.open_begin ? null : row.time_begin, row.open_end ? null : row.time_end]
 }
 
 /**

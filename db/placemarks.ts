@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
+import { datasetFacts } from './dataset-facts.ts'
 import { intersectsBox, splitBox, type Box, type Geometry } from '../lib/geo/box.ts'
 import type { PlacemarkDetailT, PlacemarkSummaryT, StatsT, TimelineEventT } from '../schemas/placemarks.ts'
 
@@ -246,23 +247,17 @@ export async function folderNames (db: Db): Promise<string[]> {
   return rows.map((r) => r.name)
 }
 
+/** The dataset's statistics: its facts as the import stored them (db/dataset-facts.ts), and its styles. */
 export async function datasetStats (db: Db): Promise<StatsT> {
-  const [totals, types, folders] = await Promise.all([
-    sql<{ placemarks: number; styles: number; timezone: string | null }>`
-      SELECT (SELECT count(*) FROM placemarks)::int AS placemarks, (SELECT count(*) FROM styles)::int AS styles,
-        (SELECT timezone FROM dataset WHERE id = 1) AS timezone`.execute(db),
-    sql<{ geometry_type: string; n: number }>`
-      SELECT geometry_type, count(*)::int AS n FROM placemarks GROUP BY geometry_type ORDER BY geometry_type`.execute(db),
-    sql<{ name: string; n: number }>`
-      SELECT f.name, count(DISTINCT p.id)::int AS n
-      FROM placemarks p CROSS JOIN LATERAL unnest(p.folder_path) AS f(name)
-      GROUP BY f.name ORDER BY n DESC, f.name COLLATE "C" LIMIT 10`.execute(db)
+  const [dataset, styles] = await Promise.all([
+    datasetFacts(db),
+    sql<{ n: number }>`SELECT count(*)::int AS n FROM styles`.execute(db)
   ])
   return {
-    total_placemarks: totals.rows[0].placemarks,
-    total_styles: totals.rows[0].styles,
-    geometry_types: Object.fromEntries(types.rows.map((r) => [r.geometry_type, r.n])),
-    top_folders: Object.fromEntries(folders.rows.map((r) => [r.name, r.n])),
-    timezone: totals.rows[0].timezone
+    total_placemarks: dataset?.placemarks ?? 0,
+    total_styles: styles.rows[0].n,
+    geometry_types: Object.fromEntries(dataset?.facts.geometry_types ?? []),
+    top_folders: Object.fromEntries(dataset?.facts.top_folders ?? []),
+    timezone: dataset?.timezone ?? null
   }
 }

@@ -238,15 +238,15 @@ export interface AuditTable {
   data: ColumnType<Record<string, unknown>, string | undefined, string>
 }
 
-/** The tiles' low zooms counted by cell, style, geometry type and last zoom, per dataset version (db/tile-cells.ts, migration 025). */
+/** The tiles' low zooms counted by cell, kind, colour and last zoom, per dataset version (db/tile-cells.ts, migration 026). */
 export interface TileCellTable {
   z: number
   x: number
   y: number
   cx: number
   cy: number
-  style_id: string | null
-  geometry_type: string
+  point: boolean
+  color: string
   last_zoom: number
   n: number
   sum_x: number

@@ -24,6 +24,8 @@ import * as placemarkTimes from './022_placemark_times.ts'
 import * as datasetIcons from './023_dataset_icons.ts'
 import * as activityDayEdges from './024_activity_day_edges.ts'
 import * as tileCells from './025_tile_cells.ts'
+import * as tileCellColours from './026_tile_cell_colours.ts'
+import * as datasetFactsMigration from './027_dataset_facts.ts'
 
 // Listed statically so the migrator needs no file-system discovery; names sort in apply order.
 export const migrations: Record<string, Migration> = {
@@ -51,5 +53,7 @@ export const migrations: Record<string, Migration> = {
   '022_placemark_times': placemarkTimes,
   '023_dataset_icons': datasetIcons,
   '024_activity_day_edges': activityDayEdges,
-  '025_tile_cells': tileCells
+  '025_tile_cells': tileCells,
+  '026_tile_cell_colours': tileCellColours,
+  '027_dataset_facts': datasetFactsMigration
 }

@@ -9,6 +9,7 @@ import { boundsOf, packGeometry } from '../geo/box.ts'
 import { hilbertKey } from '../geo/hilbert.ts'
 import { placemarkTime, writtenTime, type WrittenTime } from '../kml/time.ts'
 import type { KmzIcon } from '../kml/source.ts'
+import { DatasetFacts, type DatasetFactsT } from './dataset-facts.ts'
 
 export interface ImportOptions {
   timeZone: string
@@ -99,7 +100,8 @@ export interface Sink {
   folder(folder: FolderRecord): Promise<void> | undefined
   // The events whose time was inferred, once the whole file is read (before finish).
   inferredTimes(times: InferredTime[]): Promise<void>
-  finish(summary: ImportSummary): Promise<number | null>
+  // The whole file read: the dataset's facts (lib/import/dataset-facts.ts) go in with it.
+  finish(summary: ImportSummary, facts: DatasetFactsT): Promise<number | null>
   abort(): Promise<void>
 }
 
@@ -172,6 +174,7 @@ export async function runImport (chunks: AsyncIterable<string | Buffer>, sink: S
   for (const icon of options.skippedIcons ?? []) skip(`KMZ image left out (${icon.reason})`)
   // Ambiguous times in names (no AM/PM), read once their neighbours are known (SPEC: the timeline).
   const inferred: InferredTime[] = []
+  const facts = new DatasetFacts()
   const meridiems = new MeridiemInference<{ id: number; date: string; clock: NonNullable<NameDate['ambiguous']> }>((e, meridiem) => {
     inferred.push({ id: e.id, timestamp: meridiemInstant(e.date, e.clock, meridiem, options.timeZone) })
   })
@@ -186,6 +189,7 @@ export async function runImport (chunks: AsyncIterable<string | Buffer>, sink: S
           const row = toRow(id, item.placemark, options.timeZone, createdAt, when)
           summary.placemarks++
           summary.geometryTypes[row[5]]++
+          facts.add(item.placemark.geometry, row[4], row[15], row[16])
           if (row[13]) summary.timelineEvents++
           if (row[12]) summary.timestampedEvents++
           // A promise only when the database pushes back.
@@ -215,7 +219,7 @@ export async function runImport (chunks: AsyncIterable<string | Buffer>, sink: S
     meridiems.end()
     summary.inferredTimes = inferred.length
     if (inferred.length > 0) await sink.inferredTimes(inferred)
-    summary.version = await sink.finish(summary)
+    summary.version = await sink.finish(summary, facts.result())
   } catch (err) {
     await sink.abort()
     throw err

@@ -6,10 +6,11 @@ import { majorityColour, mortonKey, tileUnits, type ClusterGrids, type GridCell 
 import { intersectsBox, type Geometry } from '../../lib/geo/box.ts'
 import type { BoxIndex } from '../../lib/geo/box-index.ts'
 import type { StyleResolver } from '../../lib/kml/resolved-style.ts'
-import { placemarkExtent } from '../../db/ogc.ts'
+import { datasetFacts } from '../../db/dataset-facts.ts'
 import { loadStyleResolver } from '../../db/box-index-styles.ts'
-import { countedCellGroups, countedShapes, TILE_CELLS_MAX_ZOOM } from '../../db/tile-cells.ts'
+import { colourGroups, countedCellGroups, countedShapes, TILE_CELLS_MAX_ZOOM, TILE_SHAPES_MAX_ZOOM } from '../../db/tile-cells.ts'
 import { matchingPlacemarks, placemarkSummaries, tileCellGroups, tileShapes, type TileFilterValues } from '../../db/box-index-filter.ts'
+import { withoutJit } from '../../db/without-jit.ts'
 import { clientKey } from '../../lib/address-group.ts'
 import { HttpError } from '../../lib/errors.ts'
 import type { Box } from '../../lib/geo/box.ts'
@@ -153,7 +154,7 @@ export default fp(async function tiles (app: FastifyInstance) {
   }
 
   // The same tile from the database: at a zoom without clusters the box query's placemarks, at a cluster
-  // zoom the points counted in PostgreSQL on the same grid (rows per cell and style, not per point: the
+  // zoom the points counted in PostgreSQL on the same grid (rows per cell and colour, not per point: the
   // same cells, counts, centres and colours as the index's) and the lines and polygons crossing the tile.
   const fromDatabase = async (resolver: StyleResolver, filter: TileFilterValues, match: Match | null, z: number, x: number, y: number): Promise<Buffer | null> => {
     const box = tileReadBox(z, x, y)
@@ -161,18 +162,22 @@ export default fp(async function tiles (app: FastifyInstance) {
       const read = tilePlacemarks(await app.boxIndex.query(box, match === null ? TILE_MAX_PLACEMARKS + 1 : ALL), resolver)
       return buildTile({ drawn: bounded(match === null ? read : read.filter((p) => match.flags[p.id] === 1), 'placemarks') }, z, x, y)
     }
-    // Unfiltered, a low zoom's cells and large shapes were counted by the import (db/tile-cells.ts): the same groups and shapes.
-    const counted = z <= TILE_CELLS_MAX_ZOOM && !filtered(filter)
+    // Unfiltered, a cluster zoom's cells and a low zoom's large shapes were counted by the import (db/tile-cells.ts): the same groups and shapes.
+    const unfiltered = !filtered(filter)
     const [groups, shapeRows] = await Promise.all([
-      counted ? countedCellGroups(app.db, z, x, y) : tileCellGroups(app.db, z, x, y, box, filter),
-      counted ? countedShapes(app.db, z, box, TILE_MAX_PLACEMARKS + 1) : tileShapes(app.db, z, box, filter, TILE_MAX_PLACEMARKS + 1)
+      unfiltered && z <= TILE_CELLS_MAX_ZOOM
+        ? countedCellGroups(app.db, z, x, y)
+        : withoutJit(app.dbHandle, (db) => tileCellGroups(db, z, x, y, box, filter)).then((rows) => colourGroups(rows, resolver)),
+      unfiltered && z <= TILE_SHAPES_MAX_ZOOM
+        ? countedShapes(app.db, z, box, TILE_MAX_PLACEMARKS + 1)
+        : withoutJit(app.dbHandle, (db) => tileShapes(db, z, box, filter, TILE_MAX_PLACEMARKS + 1))
     ])
     const shapes = shapeRows.filter((r) => intersectsBox(JSON.parse(r.geometry) as Geometry, box)).map((r) => tilePlacemark(r.summary, resolver))
     // Per kind (points, and shapes smaller than a cell), the cells in the grid's order (Morton keys), as the index gives them.
     const cellsOf = (point: boolean) => {
       const byCell = new Map<number, { count: number; sx: number; sy: number; colours: Map<string, number>; id: number }>()
       for (const g of groups) {
-        if ((g.geometry_type === 'Point') !== point) continue
+        if (g.point !== point) continue
         const key = mortonKey(g.cx, g.cy)
         let cell = byCell.get(key)
         if (cell === undefined) byCell.set(key, cell = { count: 0, sx: 0, sy: 0, colours: new Map(), id: g.id })
@@ -180,9 +185,7 @@ export default fp(async function tiles (app: FastifyInstance) {
         cell.sx += g.sum_x
         cell.sy += g.sum_y
         cell.id = Math.min(cell.id, g.id)
-        // A line's and a polygon's colour is their line colour.
-        const colour = resolver.resolve(g.style_id, point ? 'Point' : 'LineString').color ?? ''
-        cell.colours.set(colour, (cell.colours.get(colour) ?? 0) + g.n)
+        cell.colours.set(g.color, (cell.colours.get(g.color) ?? 0) + g.n)
       }
       return [...byCell.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => c)
     }
@@ -214,7 +217,7 @@ export default fp(async function tiles (app: FastifyInstance) {
     styles: stylesOf,
     async bounds () {
       // The extent the OGC collection gives, within Web Mercator's latitudes.
-      const extent = await placemarkExtent(app.db)
+      const extent = (await datasetFacts(app.db))?.facts.extent ?? null
       if (extent === null) return null
       const [minLon, minLat, maxLon, maxLat] = extent
       const clamp = (lat: number) => Math.max(-MAX_MERCATOR_LAT, Math.min(MAX_MERCATOR_LAT, lat))

@@ -4,7 +4,8 @@ import {
   Collection, Collections, Conformance, FeatureParams, FeatureSchema, ItemsQuery, LandingPage, OGC_COLLECTION, OgcFeature, OgcFeatureCollection, OgcQuery, Queryables,
   type CollectionT, type LinkT
 } from '../../schemas/ogc.ts'
-import { filteredPlacemarks, placemarkExtent, placemarkTimeExtent, placemarkTimeOf, type ItemFilter } from '../../db/ogc.ts'
+import { filteredPlacemarks, placemarkTimeOf, type ItemFilter } from '../../db/ogc.ts'
+import { datasetFacts } from '../../db/dataset-facts.ts'
 import { getPlacemark } from '../../db/placemarks.ts'
 import { HttpError } from '../../lib/errors.ts'
 import { collectionText, GEOJSON_TYPE, styledPlacemarkFeature } from '../../lib/geo/geojson.ts'
@@ -72,7 +73,8 @@ const ogc: FastifyPluginAsyncTypebox = async (app) => {
   const collectionUrl = `${base}/collections/${OGC_COLLECTION}`
 
   async function collection (): Promise<CollectionT> {
-    const [extent, time] = await Promise.all([placemarkExtent(app.db), placemarkTimeExtent(app.db)])
+    const facts = (await datasetFacts(app.db))?.facts
+    const [extent, time] = [facts?.extent ?? null, facts?.time_extent ?? null]
     return {
       id: OGC_COLLECTION,
       title: 'Placemarks',

@@ -1,7 +1,7 @@
 /**
  * The tiles' low zooms counted once per dataset version (db/tile-cells.ts): at every zoom up to
- * TILE_CELLS_MAX_ZOOM, every tile's counted groups and large shapes are exactly what the tile's own query
- * gives (db/box-index-filter.ts), for points anywhere (tile edges, ±180°, past the Web Mercator limits)
+ * TILE_CELLS_MAX_ZOOM, every tile's counted groups (and up to TILE_SHAPES_MAX_ZOOM its large shapes) are
+ * exactly what the tile's own query gives (db/box-index-filter.ts), merged by colour, for points anywhere (tile edges, ±180°, past the Web Mercator limits)
  * and lines and polygons of every size from metres to a continent (each counted in cells up to the zoom
  * where it is no longer smaller than one); an import replaces them in its transaction, and a failed one
  * leaves them as they were; on PostgreSQL and PGlite.
@@ -12,10 +12,11 @@ import type { DatabaseHandle } from '../../db/handle.ts'
 import { openTestDatabase } from '../helper.ts'
 import { importPlacemarks } from '../../db/placemark-import.ts'
 import { tileCellGroups, tileShapes } from '../../db/box-index-filter.ts'
-import { countedCellGroups, countedShapes, fillTileCells, TILE_CELLS_MAX_ZOOM, type CellGroup } from '../../db/tile-cells.ts'
+import { colourGroups, countedCellGroups, countedShapes, fillTileCells, TILE_CELLS_MAX_ZOOM, TILE_SHAPES_MAX_ZOOM, type CellGroup } from '../../db/tile-cells.ts'
+import { loadStyleResolver } from '../../db/box-index-styles.ts'
 import { tileReadBox } from '../../lib/geo/tiles.ts'
 import { mulberry32 } from '../../scripts/generate-kml.ts'
-import { sql } from '../../db/kysely.ts'
+import { CompiledQuery, sql } from '../../db/kysely.ts'
 
 const MAX_LAT = 85.0511287798066
 const tileLon = (x: number, z: number) => (x / 2 ** z) * 360 - 180
@@ -25,7 +26,8 @@ function datasetKml (seed: number): string {
   const rand = mulberry32(seed)
   const styles = ['a', 'b', 'c', '']
   let kml = '<?xml version="1.0" encoding="UTF-8"?>\n<kml xmlns="http://www.opengis.net/kml/2.2"><Document>\n'
-  for (const s of styles.slice(0, 3)) kml += `<Style id="${s}"><LineStyle><color>ff00ff0${s === 'a' ? 0 : 1}</color></LineStyle></Style>\n`
+  // Three styles, two line colours (b and c share one: their cells count them together) and two icon colours (none for a and b).
+  for (const s of styles.slice(0, 3)) kml += `<Style id="${s}">${s === 'c' ? '<IconStyle><color>ff0000ff</color></IconStyle>' : ''}<LineStyle><color>ff00ff0${s === 'a' ? 0 : 1}</color></LineStyle></Style>\n`
   const style = (k: number) => (styles[k % 4] ? `<styleUrl>#${styles[k % 4]}</styleUrl>` : '')
   const point = (k: number, lon: number, lat: number) => `<Placemark><name>P${k}</name>${style(k)}<Point><coordinates>${lon},${lat},0</coordinates></Point></Placemark>\n`
   let k = 0
@@ -54,7 +56,7 @@ function datasetKml (seed: number): string {
   return kml + '</Document></kml>\n'
 }
 
-const key = (g: CellGroup) => JSON.stringify([g.cx, g.cy, g.style_id, g.geometry_type, g.n, g.sum_x, g.sum_y, g.id])
+const key = (g: CellGroup) => JSON.stringify([g.cx, g.cy, g.point, g.color, g.n, g.sum_x, g.sum_y, g.id])
 
 /**
  * The tiles of the counted zooms up to `maxZoom` that hold a counted row (every one up to zoom 4, every
@@ -68,13 +70,14 @@ async function compareAll (t: Test, handle: DatabaseHandle, maxZoom = TILE_CELLS
     const [x, y] = [Math.floor(2 ** z * 0.3), Math.floor(2 ** z * 0.4)]
     tiles.push([z, 0, 0], [z, 2 ** z - 1, 2 ** z - 1], [z, Math.floor(2 ** z / 3), Math.floor(2 ** z / 5)], [z, x, y], [z, Math.max(0, x - 1), Math.max(0, y - 1)])
   }
+  const resolver = await loadStyleResolver(handle.db)
   let groups = 0
   let shapes = 0
   let differ = 0
   for (const [z, x, y] of tiles) {
     const box = tileReadBox(z, x, y)
-    const [counted, queried] = [(await countedCellGroups(handle.db, z, x, y)).map(key).sort(), (await tileCellGroups(handle.db, z, x, y, box, {})).map(key).sort()]
-    const [countedLarge, queriedLarge] = [await countedShapes(handle.db, z, box, 100_000), await tileShapes(handle.db, z, box, {}, 100_000)]
+    const [counted, queried] = [(await countedCellGroups(handle.db, z, x, y)).map(key).sort(), colourGroups(await tileCellGroups(handle.db, z, x, y, box, {}), resolver).map(key).sort()]
+    const [countedLarge, queriedLarge] = z <= TILE_SHAPES_MAX_ZOOM ? [await countedShapes(handle.db, z, box, 100_000), await tileShapes(handle.db, z, box, {}, 100_000)] : [[], []]
     if (JSON.stringify(counted) !== JSON.stringify(queried) || JSON.stringify(countedLarge) !== JSON.stringify(queriedLarge)) {
       if (differ++ < 3) t.same({ z, x, y, counted, countedLarge: countedLarge.length }, { z, x, y, counted: queried, countedLarge: queriedLarge.length }, `tile ${z}/${x}/${y}`)
     }
@@ -94,14 +97,14 @@ for (const kind of ['postgres', 'pglite'] as const) {
     t.ok(shapes > 20, `large shapes were compared (${shapes})`)
     // Every point of the dataset is counted once at each zoom (the ones within the Web Mercator limits).
     const { rows: perZoom } = await sql<{ z: number; points: number }>`
-      SELECT z, sum(n)::int AS points FROM tile_cells WHERE geometry_type = 'Point' GROUP BY z ORDER BY z`.execute(handle.db)
+      SELECT z, sum(n)::int AS points FROM tile_cells WHERE point GROUP BY z ORDER BY z`.execute(handle.db)
     const { rows: [{ inside }] } = await sql<{ inside: number }>`
       SELECT count(*)::int AS inside FROM placemarks WHERE geometry_type = 'Point' AND abs(max_lat) <= ${MAX_LAT}`.execute(handle.db)
     t.same(perZoom.map((r) => r.points), Array.from({ length: TILE_CELLS_MAX_ZOOM + 1 }, () => inside), 'each zoom counts every point within the limits once')
 
-    // The same rows counted from the served table (as migration 025 does for a database upgraded in place).
+    // The same rows counted from the served table (as migration 026 does for a database upgraded in place).
     const before = await sql<{ rows: string }>`SELECT count(*)::text AS rows, sum(n)::text AS n, sum(sum_x)::text AS sx FROM tile_cells`.execute(handle.db)
-    await fillTileCells((text) => sql.raw(text).execute(handle.db), 'placemarks')
+    await fillTileCells((text, values) => handle.db.executeQuery(CompiledQuery.raw(text, values ?? [])), 'placemarks')
     const after = await sql<{ rows: string }>`SELECT count(*)::text AS rows, sum(n)::text AS n, sum(sum_x)::text AS sx FROM tile_cells`.execute(handle.db)
     t.same(after.rows, before.rows, 'counted from the served table: the same rows')
 
