@@ -386,8 +386,9 @@ async function databaseSink (handle: DatabaseHandle, summary: ImportSummary, loc
       // scan (migration 020) reads only the rows it answers with (before the commit, the import's own
       // transaction, older than the rows, keeps it from marking them). About 1 s at 1M placemarks, 8 s
       // at 10M. The tiles' counted cells and shapes too: their previous version's rows are dead now, and
-      // until vacuumed a low zoom's shapes are found among every one of them (at 10M, 470 ms instead of 1). A failure leaves the import done, and on PostgreSQL the map to autovacuum; the connection
-      // is closed rather than given back. The lanes go back to the pool first: the VACUUM needs one connection.
+      // until vacuumed a low zoom's shapes are found among every one of them (at 10M, 470 ms instead of
+      // 1). A failure leaves the import done, and on PostgreSQL the map to autovacuum; the connection is
+      // closed rather than given back. The lanes go back to the pool first: the VACUUM needs one connection.
       for (const lane of lanes) if (lane !== client) lane.release()
       lanes = [client]
       const vacuumFailed = await client.query('VACUUM placemarks, tile_cells, tile_shapes').then(() => undefined, (err: Error) => err)
