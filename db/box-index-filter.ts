@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import { sql } from './kysely.ts'
 import { GRID_LEVEL, MAX_MERCATOR_LAT } from '../lib/geo/tile-grid.ts'
-import { cellSpan, gridXSql, gridYSql, smallShapeSql, type StyleCellGroup } from './tile-cells.ts'
+import { cellSpan, gridXSql, gridYSql, numericSums, smallShapeSql, type StyleCellGroup } from './tile-cells.ts'
 import type { Database } from './types.ts'
 import { placemarkFilterConditions } from './ogc.ts'
 
@@ -76,7 +76,7 @@ export async function tileCellGroups (db: Kysely<Database>, z: number, x: number
     FROM points
     WHERE floor(gx / ${scale}::float8) = ${x}::float8 AND floor(gy / ${scale}::float8) = ${y}::float8
     GROUP BY 1, 2, 3, 4`.execute(db)
-  return rows
+  return numericSums(rows)
 }
 
 /** The summaries of these placemarks, in id order. */

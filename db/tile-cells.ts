@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely'
 import { sql } from './kysely.ts'
 import { GRID_BITS, GRID_LEVEL, MAX_MERCATOR_LAT } from '../lib/geo/tile-grid.ts'
-import { StyleResolver, type StoredStyle } from '../lib/kml/resolved-style.ts'
+import type { StyleResolver } from '../lib/kml/resolved-style.ts'
+import { STYLES_QUERY, styleResolverOf } from './box-index-styles.ts'
 import type { Database } from './types.ts'
 
 /**
@@ -161,10 +162,9 @@ export type TileCellQuery = (text: string, values?: unknown[]) => Promise<{ rows
  * transaction, with the colours of the styles in `styles` (the import's, written before).
  */
 export async function fillTileCells (query: TileCellQuery, source: string): Promise<void> {
-  const { rows } = await query('SELECT id, kind, definition FROM styles')
-  const resolver = new StyleResolver((rows as (Omit<StoredStyle, 'definition'> & { definition: string | Record<string, string> })[])
-    .map((r) => ({ ...r, definition: typeof r.definition === 'string' ? JSON.parse(r.definition) as Record<string, string> : r.definition })))
-  const colours = (rows as StoredStyle[]).map(({ id }) => ({ style_id: id, point_color: cellColour(resolver, id, true), shape_color: cellColour(resolver, id, false) }))
+  const rows = (await query(STYLES_QUERY)).rows as Parameters<typeof styleResolverOf>[0]
+  const resolver = styleResolverOf(rows)
+  const colours = rows.map(({ id }) => ({ style_id: id, point_color: cellColour(resolver, id, true), shape_color: cellColour(resolver, id, false) }))
   await query('DELETE FROM tile_cells')
   await query('DELETE FROM tile_shapes')
   const [finest, ...rest] = tileCellStatements(source)
@@ -181,6 +181,11 @@ export async function countedCellGroups (db: Kysely<Database>, z: number, x: num
     SELECT cx, cy, point, color, sum(n)::int AS n, sum(sum_x)::float8 AS sum_x, sum(sum_y)::float8 AS sum_y, min(id) AS id
     FROM tile_cells WHERE z = ${z} AND x = ${x} AND y = ${y} AND last_zoom >= ${z}
     GROUP BY cx, cy, point, color`.execute(db)
+  return numericSums(rows)
+}
+
+/** Cell groups as the driver gives them (float8 and bigint columns may come as text) as numbers. */
+export function numericSums<T extends { cx: number; cy: number; sum_x: number; sum_y: number }> (rows: T[]): T[] {
   return rows.map((r) => ({ ...r, cx: Number(r.cx), cy: Number(r.cy), sum_x: Number(r.sum_x), sum_y: Number(r.sum_y) }))
 }
 
@@ -193,14 +198,13 @@ export function colourGroups (rows: StyleCellGroup[], resolver: StyleResolver): 
   for (const r of rows) {
     const point = r.geometry_type === 'Point'
     const color = cellColour(resolver, r.style_id, point)
-    const [cx, cy] = [Number(r.cx), Number(r.cy)]
-    const key = `${cx} ${cy} ${point ? 1 : 0} ${color}`
+    const key = `${r.cx} ${r.cy} ${point ? 1 : 0} ${color}`
     const group = merged.get(key)
-    if (group === undefined) merged.set(key, { cx, cy, point, color, n: r.n, sum_x: Number(r.sum_x), sum_y: Number(r.sum_y), id: r.id })
+    if (group === undefined) merged.set(key, { cx: r.cx, cy: r.cy, point, color, n: r.n, sum_x: r.sum_x, sum_y: r.sum_y, id: r.id })
     else {
       group.n += r.n
-      group.sum_x += Number(r.sum_x)
-      group.sum_y += Number(r.sum_y)
+      group.sum_x += r.sum_x
+      group.sum_y += r.sum_y
       group.id = Math.min(group.id, r.id)
     }
   }

@@ -6,7 +6,7 @@
  * scans: at 10M placemarks 24 s for the folders (past the statement timeout: `/api/v1/stats` answered
  * 503) and 5 s for the extent.
  */
-import { boundsOf, type Geometry } from '../geo/box.ts'
+import type { Box } from '../geo/box.ts'
 import { compareBytes } from '../activity/analytics.ts'
 
 export interface DatasetFactsT {
@@ -36,14 +36,13 @@ export class DatasetFacts {
   private begin: { ms: number; iso: string } | null = null
   private end: { ms: number; iso: string } | null = null
 
-  /** One placemark as the import writes it; `begin` and `end` its KML time's ISO instants. */
-  add (geometry: Geometry, folderPath: string[], begin: string | null, end: string | null): void {
-    this.types.set(geometry.type, (this.types.get(geometry.type) ?? 0) + 1)
+  /** One placemark as the import writes it: its geometry's type and bounds, its folder path, its KML time's ISO instants. */
+  add (type: string, b: Box, folderPath: string[], begin: string | null, end: string | null): void {
+    this.types.set(type, (this.types.get(type) ?? 0) + 1)
     const key = folderPath.join('\0')
     const entry = this.paths.get(key)
     if (entry === undefined) this.paths.set(key, { path: folderPath, n: 1 })
     else entry.n++
-    const b = boundsOf(geometry)
     if (b.minLon < this.minLon) this.minLon = b.minLon
     if (b.minLat < this.minLat) this.minLat = b.minLat
     if (b.maxLon > this.maxLon) this.maxLon = b.maxLon

@@ -5,7 +5,7 @@
 import { readKmlBatches, type DecodeReport, type KmlLimits, type KmlPlacemark } from '../kml/reader.ts'
 import { meridiemInstant, parseNameDate, type NameDate } from '../timeline/name-date.ts'
 import { MeridiemInference } from '../timeline/meridiem.ts'
-import { boundsOf, packGeometry } from '../geo/box.ts'
+import { boundsOf, packGeometry, type Box } from '../geo/box.ts'
 import { hilbertKey } from '../geo/hilbert.ts'
 import { placemarkTime, writtenTime, type WrittenTime } from '../kml/time.ts'
 import type { KmzIcon } from '../kml/source.ts'
@@ -67,8 +67,7 @@ function boxText (g: KmlPlacemark['geometry'], b: ReturnType<typeof boundsOf>, g
   return `(${b.maxLon},${b.maxLat}),(${b.minLon},${b.minLat})`
 }
 
-export function toRow (id: number, p: KmlPlacemark, timeZone: string, createdAt: string, when: NameDate | null = parseNameDate(p.name, timeZone)): Row {
-  const b = boundsOf(p.geometry)
+export function toRow (id: number, p: KmlPlacemark, timeZone: string, createdAt: string, when: NameDate | null = parseNameDate(p.name, timeZone), b: Box = boundsOf(p.geometry)): Row {
   const time = placemarkTime(p.time)
   const geometry = JSON.stringify(p.geometry)
   return [
@@ -186,10 +185,11 @@ export async function runImport (chunks: AsyncIterable<string | Buffer>, sink: S
           const when = parseNameDate(item.placemark.name, options.timeZone)
           if (when?.meridiem) meridiems.explicit(id, when.date, when.meridiem)
           else if (when?.ambiguous) meridiems.ambiguous(id, when.date, { id, date: when.date, clock: when.ambiguous })
-          const row = toRow(id, item.placemark, options.timeZone, createdAt, when)
+          const bounds = boundsOf(item.placemark.geometry)
+          const row = toRow(id, item.placemark, options.timeZone, createdAt, when, bounds)
           summary.placemarks++
           summary.geometryTypes[row[5]]++
-          facts.add(item.placemark.geometry, row[4], row[15], row[16])
+          facts.add(item.placemark.geometry.type, bounds, row[4], row[15], row[16])
           if (row[13]) summary.timelineEvents++
           if (row[12]) summary.timestampedEvents++
           // A promise only when the database pushes back.
