@@ -150,13 +150,18 @@ export function loadTiles (base: string, paths: string[], run: { amount: number 
   return withoutBodies(() => new Promise((resolve, reject) => {
     const [done, fail] = [resolve, reject]
     const requests = [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: paths[next++ % paths.length] }) }]
+    // autocannon ends a run of `amount` requests at its next one-second sample, and its duration counts to
+    // there: the time is taken here instead, from the start to the last answer.
+    const started = performance.now()
+    let last = started
     const instance = autocannon({ url: base, connections: CONNECTIONS, timeout: TILE_TIMEOUT_S, requests, ...run }, (err, r) => {
       if (err) return fail(err)
       latencies.sort((a, b) => a - b)
+      const seconds = 'amount' in run ? (last - started) / 1000 : r.duration
       done({
         requests: r.requests.total,
-        seconds: r.duration,
-        rps: r.requests.total / r.duration,
+        seconds: round2(seconds),
+        rps: r.requests.total / seconds,
         p50_ms: round2(percentile(latencies, 0.5)),
         p99_ms: round2(percentile(latencies, 0.99)),
         max_ms: round2(latencies[latencies.length - 1] ?? NaN),
@@ -165,6 +170,7 @@ export function loadTiles (base: string, paths: string[], run: { amount: number 
       })
     })
     instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+      last = performance.now()
       latencies.push(ms)
       if (status === 204) empty++
     })
@@ -407,6 +413,16 @@ export async function mainScale (placemarks: number) {
         `${cold.non2xx + cached.non2xx ? `; ${cold.non2xx + cached.non2xx} non-2xx` : ''}${cold.cache_hits ? `; ${cold.cache_hits} cold requests hit the cache` : ''}${cached.cache_misses ? `; ${cached.cache_misses} cached requests missed it` : ''}`)
     }
     results.figures[f('RSS added by the tiles')] = tileMemory
+    // The same tiles from the PostGIS peer (pg_tileserv's table layer: bench/peers/postgis.ts), each once: ours over its tiles/s.
+    if (peer) {
+      const theirs = await loadTiles(peer.base, paths, { amount: paths.length })
+      results.figures[f('tiles cold, PostGIS peer')] = { tiles: paths.length, rps: Math.round(theirs.rps), p50_ms: theirs.p50_ms, p99_ms: theirs.p99_ms, max_ms: theirs.max_ms, empty: theirs.empty, non2xx: theirs.non2xx }
+      for (const side of ['box index', 'database path']) {
+        const ours = results.figures[f(`tiles cold, ${side}`)]
+        Object.assign(ours, { vs_peer: round2((ours.rps as number) / theirs.rps), peer_p99_ms: theirs.p99_ms })
+      }
+      log(`  PostGIS peer: cold ${Math.round(theirs.rps)} tiles/s, p50 ${theirs.p50_ms} ms, p99 ${theirs.p99_ms} ms (max ${theirs.max_ms} ms)${theirs.non2xx ? `; ${theirs.non2xx} non-2xx` : ''}`)
+    }
 
     // The map page over the dataset in Chromium, on the box index's server: its first view (the whole
     // dataset) must draw every point once, in clusters or alone, and no view may log a console error.
@@ -443,7 +459,7 @@ function printScaleTable (label: string) {
   const verdict = (name: string) => { const c = checks.get(`${name} (${label})`); return c ? `${c.target} | ${c.pass ? 'PASS' : 'FAIL'}` : '– | –' }
   const show = (v: unknown, unit = '') => (typeof v === 'number' && Number.isFinite(v) ? `${v.toLocaleString('en-US')}${unit}` : v === undefined || (typeof v === 'number' && Number.isNaN(v)) ? '–' : String(v))
   const [index, db, peer, imp, ready, rss] = ['bbox, box index', 'bbox, database path', 'bbox, PostGIS peer', 'import', 'start to ready', 'server RSS after load'].map(fig)
-  const [coldIndex, coldDb, cachedIndex, cachedDb, tileRss, mapPage] = ['tiles cold, box index', 'tiles cold, database path', 'tiles cached, box index', 'tiles cached, database path', 'RSS added by the tiles', 'map page'].map(fig)
+  const [coldIndex, coldDb, coldPeer, cachedIndex, cachedDb, tileRss, mapPage] = ['tiles cold, box index', 'tiles cold, database path', 'tiles cold, PostGIS peer', 'tiles cached, box index', 'tiles cached, database path', 'RSS added by the tiles', 'map page'].map(fig)
   const tileCell = (t: Figure) => `${show(t.p50_ms)} / ${show(t.p99_ms)} ms, ${show(t.rps)}${t.non2xx ? ` (${show(t.non2xx)} non-2xx)` : ''}`
   const rows = [
     `| bbox req/s | ${show(index.rps)} | ${show(db.rps)} | ${show(peer.rps)} | ${show(index.vs_peer, 'x')} / ${show(db.vs_peer, 'x')} | ${verdict('bbox, database path')} |`,
@@ -451,7 +467,7 @@ function printScaleTable (label: string) {
     `| start to ready | ${show(ready.seconds, ' s')} (index ${show(ready.box_index)} at ${show(ready.box_index_seconds, ' s')}) | ${show(ready.database_path_seconds, ' s')} | ${show(ready.peer_seconds, ' s')} | | ${verdict('start to ready')} |`,
     `| server RSS after load | ${show(rss.rss_mib, ' MiB')} (${show(rss.after_bbox_rss_mib, ' MiB')} after the boxes) | ${show(rss.database_path_rss_mib, ' MiB')} | ${show(rss.peer_rss_mib, ' MiB')} | | ${verdict('server RSS after load')} |`,
     `| import wall / peak RSS | ${show(imp.seconds, ' s')} / ${show(imp.peak_rss_mib, ' MiB')} | | ogr2ogr ${show(imp.ogr2ogr_seconds, ' s')} / ${show(imp.ogr2ogr_peak_rss_mib, ' MiB')} | ${show(imp.vs_ogr2ogr, 'x')} the speed | ${verdict('import')} |`,
-    `| tiles cold p50 / p99, tiles/s (${show(coldIndex.tiles)} tiles, each once) | ${tileCell(coldIndex)} | ${tileCell(coldDb)} | | | ${verdict('tiles cold, box index')} |`,
+    `| tiles cold p50 / p99, tiles/s (${show(coldIndex.tiles)} tiles, each once) | ${tileCell(coldIndex)} | ${tileCell(coldDb)} | ${tileCell(coldPeer)} | ${show(coldIndex.vs_peer, 'x')} / ${show(coldDb.vs_peer, 'x')} | ${verdict('tiles cold, box index')} |`,
     `| tiles cached p50 / p99, req/s (the same tiles again) | ${tileCell(cachedIndex)} | ${tileCell(cachedDb)} | | | ${verdict('tiles cached, box index')} |`,
     `| RSS added by the tiles | ${show(tileRss.added_mib, ' MiB')} (${show(tileRss.rss_before_mib)} → ${show(tileRss.rss_after_mib, ' MiB')}) | ${show(tileRss.database_path_added_mib, ' MiB')} (${show(tileRss.database_path_rss_before_mib)} → ${show(tileRss.database_path_rss_after_mib, ' MiB')}) | | | ${verdict('RSS added by the tiles')} |`,
     `| the map page in Chromium: first draw of the whole dataset, points drawn of the points, console errors | ${show(mapPage.first_draw_ms, ' ms')}, ${show(mapPage.drawn)} of ${show(mapPage.points)}, ${show(mapPage.console_errors)} | | | | ${verdict('map page')} |`

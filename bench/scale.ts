@@ -2,7 +2,9 @@
 // boxes whose answers are compared before timing, the envelopes the PostGIS peer queries, the comparison
 // of two answers' placemark ids, percentiles, /proc's memory lines and the random tiles asked for.
 
-import { MAX_MERCATOR_LAT, mercatorX, mercatorY } from '../lib/geo/tile-grid.ts'
+import { tileOf, type TileXYZ } from '../lib/geo/tiles.ts'
+
+export { tileOf, type TileXYZ }
 
 /** A box as the API takes it: `min_lon > max_lon` crosses the antimeridian. */
 export interface BboxParams { min_lon: number; min_lat: number; max_lon: number; max_lat: number; limit: number }
@@ -91,20 +93,6 @@ export function isScaleFigure (name: string): boolean {
 /** The targets of one size: those whose name ends in `(<label>)`, e.g. `start to ready (1M)`. */
 export function targetsOfScale<T> (targets: Record<string, T>, label: string): Record<string, T> {
   return Object.fromEntries(Object.entries(targets).filter(([name]) => name.endsWith(`(${label})`)))
-}
-
-/** A vector tile's coordinates (XYZ: rows from the north). */
-export interface TileXYZ { z: number; x: number; y: number }
-
-/**
- * The tile at zoom z that a position falls in (Web Mercator, XYZ), or null beyond Web Mercator's
- * latitudes; the east edge (180°) and the south edge fall in the last column and row.
- */
-export function tileOf (lon: number, lat: number, z: number): TileXYZ | null {
-  if (!(Math.abs(lat) <= MAX_MERCATOR_LAT) || !(Math.abs(lon) <= 180)) return null
-  const n = 2 ** z
-  const clamp = (v: number) => (v < 0 ? 0 : v >= n ? n - 1 : v)
-  return { z, x: clamp(Math.floor(mercatorX(lon) * n)), y: clamp(Math.floor(mercatorY(lat) * n)) }
 }
 
 /** The route of a tile. */

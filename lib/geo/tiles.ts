@@ -1,7 +1,7 @@
 import { geoJSONToTile, type GeoJSONVTFeature, type GeoJSONVTTile } from '@maplibre/geojson-vt'
 import { fromGeojsonVt } from '@maplibre/vt-pbf'
 import type { Box, Geometry } from './box.ts'
-import { MAX_MERCATOR_LAT, type GridCell } from './tile-grid.ts'
+import { MAX_MERCATOR_LAT, mercatorX, mercatorY, type GridCell } from './tile-grid.ts'
 import type { ResolvedStyle, StyleResolver } from '../kml/resolved-style.ts'
 
 // Vector tiles (Mapbox Vector Tile 2.1) of the placemarks: pure functions from the placemarks of a
@@ -30,6 +30,20 @@ export interface TilePlacemark {
   /** Its KML time as milliseconds since the epoch; null at an open end or without a time. */
   time_begin: number | null
   time_end: number | null
+}
+
+/** A vector tile's coordinates (XYZ: rows from the north). */
+export interface TileXYZ { z: number; x: number; y: number }
+
+/**
+ * The tile at zoom z that a position falls in (Web Mercator, XYZ), or null beyond Web Mercator's
+ * latitudes; the east edge (180°) and the south edge fall in the last column and row.
+ */
+export function tileOf (lon: number, lat: number, z: number): TileXYZ | null {
+  if (!(Math.abs(lat) <= MAX_MERCATOR_LAT) || !(Math.abs(lon) <= 180)) return null
+  const n = 2 ** z
+  const clamp = (v: number) => (v < 0 ? 0 : v >= n ? n - 1 : v)
+  return { z, x: clamp(Math.floor(mercatorX(lon) * n)), y: clamp(Math.floor(mercatorY(lat) * n)) }
 }
 
 /** The longitude of a tile column's west edge (x may be fractional). */

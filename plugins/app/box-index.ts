@@ -27,6 +27,11 @@ declare module 'fastify' {
        * queries read the database; none of them holds up readiness.
        */
       state(): BoxIndexState
+      /**
+       * Runs fn on each loaded index before it is put to use (box queries read the database meanwhile,
+       * and the state stays loading or reloading); a failure is logged and the index used all the same.
+       */
+      beforeUse(fn: (index: BoxIndex) => Promise<void>): void
     }
   }
 }
@@ -54,6 +59,7 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
   // Whether a load has ended in this process (loaded, too big or failed), and whether the last one failed.
   let settled = false
   let failed = false
+  const beforeUse: ((index: BoxIndex) => Promise<void>)[] = []
 
   const load = async (version: number) => {
     if (version === tooBig || current?.version === version) return
@@ -78,8 +84,13 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
     // Pages were separate queries: an import committed meanwhile bumped the version, and the new
     // version's listener loads again.
     if ((await app.datasetVersion.refresh()) !== version) return
+    const ready = performance.now()
+    for (const fn of beforeUse) {
+      await fn(index).catch((err: unknown) => app.log.warn({ err }, 'preparing the placemark box index for use failed'))
+    }
+    if (closing || app.datasetVersion.current() !== version) return
     current = { version, index }
-    app.log.info({ version, placemarks: index.size, mb: Math.round(index.memoryBytes / 1048576), ms: Math.round(performance.now() - started) }, 'placemark box index loaded')
+    app.log.info({ version, placemarks: index.size, mb: Math.round(index.memoryBytes / 1048576), ms: Math.round(performance.now() - started), preparedMs: Math.round(performance.now() - ready) }, 'placemark box index loaded')
   }
 
   const schedule = () => {
@@ -131,7 +142,8 @@ export default fp(async function boxIndexPlugin (app: FastifyInstance) {
       if (tooBig === version) return 'too-big'
       if (!settled) return 'loading'
       return failed && !loading ? 'failed' : 'reloading'
-    }
+    },
+    beforeUse: (fn: (index: BoxIndex) => Promise<void>) => { beforeUse.push(fn) }
   })
   app.datasetVersion.onChange(schedule)
   // The first load starts half a second after the server listens: its sample of the placemarks (read and
