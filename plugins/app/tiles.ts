@@ -48,7 +48,7 @@ const FILTERED_GRIDS = 4
 // The placemarks read from the database for one tile when no index is loaded: every one in its box.
 const ALL = 2_147_483_647
 
-// Placemarks whose tiles, at every zoom to two past the clusters', warm the tile code up (see warmUp).
+// At most this many placemarks' tiles, at every zoom to two past the clusters', warm the tile code up (beforeUse below).
 const WARM_PLACEMARKS = 32
 
 /** Tile requests of one client that may wait for a turn; past them the client is answered 503. */
@@ -208,9 +208,10 @@ export default fp(async function tiles (app: FastifyInstance) {
 
   // A new process runs the tile code slowly at first: V8 compiles its hot paths only once they have run
   // for a while. Of the bench's 831 cold tiles at 32 connections on a fresh 1M server, the first eighth
-  // waited 150–230 ms on average and the rest 65–100, and the p99 was theirs. Before the process's first index is put to use,
-  // the tiles of a few placemarks spread through it, at every zoom, are built and dropped: at 1M some 500
-  // tiles, 0.7 s of start-up in turns of the event loop (the index's load took 11–28 s), once per process.
+  // waited 150–230 ms on average and the rest 65–100, and the p99 was theirs. Before the process's
+  // first index is put to use, the tiles of a few placemarks spread through it, at every zoom, are built
+  // and dropped: at 1M some 500 tiles, 0.7 s of start-up in turns of the event loop (the index's load
+  // took 11–28 s), once per process.
   let warmed = false
   app.boxIndex.beforeUse(async (index) => {
     if (warmed || index.size === 0) return
