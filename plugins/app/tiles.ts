@@ -49,7 +49,7 @@ const FILTERED_GRIDS = 4
 const ALL = 2_147_483_647
 
 // At most this many placemarks' tiles, at every zoom to two past the clusters', warm the tile code up (beforeUse below).
-const WARM_PLACEMARKS = 32
+const WARM_PLACEMARKS = 8
 
 /** Tile requests of one client that may wait for a turn; past them the client is answered 503. */
 export const TILE_WAITING_PER_CLIENT = 64
@@ -210,8 +210,9 @@ export default fp(async function tiles (app: FastifyInstance) {
   // for a while. Of the bench's 831 cold tiles at 32 connections on a fresh 1M server, the first eighth
   // waited 150–230 ms on average and the rest 65–100, and the p99 was theirs. Before the process's
   // first index is put to use, the tiles of a few placemarks spread through it, at every zoom, are built
-  // and dropped: at 1M some 500 tiles, 0.7 s of start-up in turns of the event loop (the index's load
-  // took 11–28 s), once per process.
+  // and dropped: at 1M 136 tiles, 0.26 s of start-up in turns of the event loop (the index's load took
+  // 11–29 s), once per process. More placemarks warmed more (32: a p99 of 192 ms against 235 with 8)
+  // but kept the V8 heap they grew: 12 MiB more RSS on Node 24, against a budget of 350 MiB at 1M.
   let warmed = false
   app.boxIndex.beforeUse(async (index) => {
     if (warmed || index.size === 0) return
