@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest, onSendHookHandler, preHandlerHook
 import { Counter, Gauge } from 'prom-client'
 import { buildTile, MAX_MERCATOR_LAT, tileOf, tilePlacemark, tilePlacemarks, tileReadBox } from '../../lib/geo/tiles.ts'
 import { majorityColour, mortonKey, tileUnits, type ClusterGrids, type GridCell } from '../../lib/geo/tile-grid.ts'
-import { intersectsBox, type Geometry } from '../../lib/geo/box.ts'
+import { boundsOf, intersectsBox, type Geometry } from '../../lib/geo/box.ts'
 import type { BoxIndex } from '../../lib/geo/box-index.ts'
 import type { StyleResolver } from '../../lib/kml/resolved-style.ts'
 import { datasetFacts } from '../../db/dataset-facts.ts'
@@ -221,11 +221,10 @@ export default fp(async function tiles (app: FastifyInstance) {
     // One placemark per thousand up to WARM_PLACEMARKS: a small dataset's tiles cost little either way.
     const placemarks = Math.min(WARM_PLACEMARKS, Math.ceil(index.size / 1000))
     for (let k = 0; k < placemarks; k++) {
-      let position: unknown = (JSON.parse(JSON.parse(index.summaryOf(Math.floor(((k + 0.5) * index.size) / placemarks))).geometry as string) as Geometry).coordinates
-      while (Array.isArray(position) && Array.isArray(position[0])) position = position[0]
-      const [lon, lat] = position as number[]
+      // A corner of its bounds: a point's own position.
+      const { minLon, minLat } = boundsOf(tilePlacemark(index.summaryOf(Math.floor(((k + 0.5) * index.size) / placemarks)), resolver).geometry)
       for (let z = 0; z <= clusterMaxZoom + 2; z++) {
-        const tile = tileOf(lon, lat, z)
+        const tile = tileOf(minLon, minLat, z)
         if (tile === null) break
         fromIndex(index, resolver, null, z, tile.x, tile.y)
         await new Promise<void>((resolve) => setImmediate(resolve))

@@ -16,6 +16,7 @@ import { generateKml } from '../../scripts/generate-kml.ts'
 import { until } from '../support/shared-state.ts'
 import { startServer } from '../support/run.ts'
 import { TILE_BUSY_MESSAGE, TILE_WAITING_PER_CLIENT } from '../../plugins/app/tiles.ts'
+import { tileOf } from '../../lib/geo/tiles.ts'
 
 // Enough placemarks for a low-zoom tile to cost milliseconds of CPU, few enough to import in a second or two.
 const COUNT = 5000
@@ -27,9 +28,8 @@ interface Answer { status: number; headers: IncomingHttpHeaders; body: string; a
 
 /** The tile of zoom z holding a lon/lat (XYZ, rows from the north). */
 function tileAt (lon: number, lat: number, z: number): [number, number] {
-  const n = 2 ** z
-  const r = (lat * Math.PI) / 180
-  return [Math.floor(((lon + 180) / 360) * n), Math.floor(((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * n)]
+  const { x, y } = tileOf(lon, lat, z)!
+  return [x, y]
 }
 
 t.test(`one client's ${FLOOD} cold tiles at once: ${PER_CLIENT} computed at a time, the rest wait or are refused, another client's tile comes at once`, async (t) => {
