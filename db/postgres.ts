@@ -33,6 +33,9 @@ export function openPostgres (options: DatabaseOptions & { url: string }): Datab
     close: once(async () => {
       await listeners.stopAll()
       await db.destroy()
+      // Kysely ends the pool only once it has run a query through it; a command that used the pool's own
+      // clients (the import's lanes) would otherwise wait out their idle timers (30 s) before it exits.
+      if (!pool.ending) await pool.end()
     })
   }
 }
