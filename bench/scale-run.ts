@@ -86,6 +86,14 @@ const TILE_SEED = 11
 const TILE_TIMEOUT_S = 120
 
 /**
+ * One map client: a browser opens at most 6 connections to a host over HTTP/1.1, and a map's tiles come
+ * through them. At 32 connections the server is saturated and a tile's latency is mostly its place in
+ * the line (Little's law: 32 requests under way over the tiles per second); at 6 it is what one map's user
+ * waits for.
+ */
+export const MAP_CLIENT_CONNECTIONS = 6
+
+/**
  * Where random placemarks of the dataset are (the south-west corner of their bounds: a point's own
  * position, the generator's lines' and polygons' first one), drawn by id with a fixed seed: the same
  * positions every run of a size.
@@ -139,11 +147,11 @@ async function withoutBodies<T> (run: () => Promise<T>): Promise<T> {
 }
 
 /**
- * One autocannon run over the tile paths in their order at CONNECTIONS connections, each path asked
- * once (`amount`: as many requests as paths) or round and round for `duration` seconds; every response
- * time kept. `empty`: the 204s (a tile with no feature).
+ * One autocannon run over the tile paths in their order at `connections` connections (CONNECTIONS unless
+ * told), each path asked once (`amount`: as many requests as paths) or round and round for `duration`
+ * seconds; every response time kept. `empty`: the 204s (a tile with no feature).
  */
-export function loadTiles (base: string, paths: string[], run: { amount: number } | { duration: number }): Promise<TileRun> {
+export function loadTiles (base: string, paths: string[], run: { amount: number } | { duration: number }, connections = CONNECTIONS): Promise<TileRun> {
   const latencies: number[] = []
   let next = 0
   let empty = 0
@@ -154,7 +162,7 @@ export function loadTiles (base: string, paths: string[], run: { amount: number 
     // there: the time is taken here instead, from the start to the last answer.
     const started = performance.now()
     let last = started
-    const instance = autocannon({ url: base, connections: CONNECTIONS, timeout: TILE_TIMEOUT_S, requests, ...run }, (err, r) => {
+    const instance = autocannon({ url: base, connections, timeout: TILE_TIMEOUT_S, requests, ...run }, (err, r) => {
       if (err) return fail(err)
       latencies.sort((a, b) => a - b)
       const seconds = 'amount' in run ? (last - started) / 1000 : r.duration
@@ -189,12 +197,12 @@ async function cacheCounts (base: string): Promise<{ hit: number; miss: number }
  * then cached (the same tiles round and round for the turns' total time), with the server's RSS before
  * and after and the dataset cache's hits and misses of each part.
  */
-async function measureTiles (server: Server, paths: string[]) {
+async function measureTiles (server: Server, paths: string[], connections = CONNECTIONS) {
   const before = processMemory(server.child)
   const start = await cacheCounts(server.base)
-  const cold = await loadTiles(server.base, paths, { amount: paths.length })
+  const cold = await loadTiles(server.base, paths, { amount: paths.length }, connections)
   const afterCold = await cacheCounts(server.base)
-  const cached = await loadTiles(server.base, paths, { duration: timing().turns * timing().turnSeconds })
+  const cached = await loadTiles(server.base, paths, { duration: timing().turns * timing().turnSeconds }, connections)
   const end = await cacheCounts(server.base)
   const after = processMemory(server.child)
   return {
@@ -439,6 +447,25 @@ export async function mainScale (placemarks: number) {
     }
     log(`  first draw ${map.first_draw_ms} ms, ${map.world_drawn.toLocaleString('en-US')} of ${points.toLocaleString('en-US')} points drawn; ` +
       `${map.views.slice(1).map((v) => `${v.view} ${v.ms} ms`).join(', ')}; ${map.console_errors.length} console errors${map.console_errors.length ? `: ${map.console_errors.slice(0, 3).join(' | ')}` : ''}`)
+
+    // One map client (MAP_CLIENT_CONNECTIONS): the same tiles, cold on a fresh server with the box index
+    // (the first one's tiles are all cached by now, and it goes first to free its memory), then cached;
+    // and the peer's at the same connections.
+    log(`load: one map client, ${MAP_CLIENT_CONNECTIONS} connections: the same tiles on a fresh server with the box index, each once (cold), then round and round (cached)${peer ? '; then the peer\'s, each once' : ''}`)
+    index.child.kill('SIGTERM')
+    await once(index.child, 'exit')
+    const restarted = performance.now()
+    const client = await startProductionServer('ours, box index, one map client', DATABASE_URL, {}, track)
+    const clientIndex = await waitForBoxIndex(client, restarted)
+    if (client.child.pid) await settle(client.child.pid)
+    const { cold, cached } = await measureTiles(client, paths, MAP_CLIENT_CONNECTIONS)
+    const theirs = peer ? await loadTiles(peer.base, paths, { amount: paths.length }, MAP_CLIENT_CONNECTIONS) : null
+    const state: Figure = { box_index: clientIndex.state, connections: MAP_CLIENT_CONNECTIONS, tiles: paths.length }
+    const versusPeer: Figure = theirs ? { peer_rps: Math.round(theirs.rps), peer_p50_ms: theirs.p50_ms, peer_p99_ms: theirs.p99_ms, vs_peer: round2(cold.rps / theirs.rps) } : {}
+    results.figures[f('tiles cold, one map client')] = { ...state, rps: Math.round(cold.rps), p50_ms: cold.p50_ms, p99_ms: cold.p99_ms, max_ms: cold.max_ms, cache_hits: cold.cache_hits, non2xx: cold.non2xx, ...versusPeer }
+    results.figures[f('tiles cached, one map client')] = { ...state, requests: cached.requests, rps: Math.round(cached.rps), p50_ms: cached.p50_ms, p99_ms: cached.p99_ms, max_ms: cached.max_ms, cache_misses: cached.cache_misses, non2xx: cached.non2xx }
+    log(`  box index: cold ${Math.round(cold.rps)} tiles/s, p50 ${cold.p50_ms} ms, p99 ${cold.p99_ms} ms (max ${cold.max_ms} ms); cached ${Math.round(cached.rps)} req/s, p50 ${cached.p50_ms} ms, p99 ${cached.p99_ms} ms` +
+      `${theirs ? `; PostGIS peer: cold ${Math.round(theirs.rps)} tiles/s, p50 ${theirs.p50_ms} ms, p99 ${theirs.p99_ms} ms` : ''}${cold.non2xx + cached.non2xx ? `; ${cold.non2xx + cached.non2xx} non-2xx` : ''}`)
   } finally {
     results.settings.load_average_end = round2(loadavg()[0])
     await cleanup()
@@ -460,6 +487,7 @@ function printScaleTable (label: string) {
   const show = (v: unknown, unit = '') => (typeof v === 'number' && Number.isFinite(v) ? `${v.toLocaleString('en-US')}${unit}` : v === undefined || (typeof v === 'number' && Number.isNaN(v)) ? '–' : String(v))
   const [index, db, peer, imp, ready, rss] = ['bbox, box index', 'bbox, database path', 'bbox, PostGIS peer', 'import', 'start to ready', 'server RSS after load'].map(fig)
   const [coldIndex, coldDb, coldPeer, cachedIndex, cachedDb, tileRss, mapPage] = ['tiles cold, box index', 'tiles cold, database path', 'tiles cold, PostGIS peer', 'tiles cached, box index', 'tiles cached, database path', 'RSS added by the tiles', 'map page'].map(fig)
+  const [clientCold, clientCached] = ['tiles cold, one map client', 'tiles cached, one map client'].map(fig)
   const tileCell = (t: Figure) => `${show(t.p50_ms)} / ${show(t.p99_ms)} ms, ${show(t.rps)}${t.non2xx ? ` (${show(t.non2xx)} non-2xx)` : ''}`
   const rows = [
     `| bbox req/s | ${show(index.rps)} | ${show(db.rps)} | ${show(peer.rps)} | ${show(index.vs_peer, 'x')} / ${show(db.vs_peer, 'x')} | ${verdict('bbox, database path')} |`,
@@ -469,12 +497,14 @@ function printScaleTable (label: string) {
     `| import wall / peak RSS | ${show(imp.seconds, ' s')} / ${show(imp.peak_rss_mib, ' MiB')} | | ogr2ogr ${show(imp.ogr2ogr_seconds, ' s')} / ${show(imp.ogr2ogr_peak_rss_mib, ' MiB')} | ${show(imp.vs_ogr2ogr, 'x')} the speed | ${verdict('import')} |`,
     `| tiles cold p50 / p99, tiles/s (${show(coldIndex.tiles)} tiles, each once) | ${tileCell(coldIndex)} | ${tileCell(coldDb)} | ${tileCell(coldPeer)} | ${show(coldIndex.vs_peer, 'x')} / ${show(coldDb.vs_peer, 'x')} | ${verdict('tiles cold, box index')} |`,
     `| tiles cached p50 / p99, req/s (the same tiles again) | ${tileCell(cachedIndex)} | ${tileCell(cachedDb)} | | | ${verdict('tiles cached, box index')} |`,
+    `| one map client (${show(clientCold.connections)} connections): tiles cold p50 / p99, tiles/s | ${tileCell(clientCold)} | | ${tileCell({ p50_ms: clientCold.peer_p50_ms, p99_ms: clientCold.peer_p99_ms, rps: clientCold.peer_rps })} | ${show(clientCold.vs_peer, 'x')} | ${verdict('tiles cold, one map client')} |`,
+    `| one map client: tiles cached p50 / p99, req/s | ${tileCell(clientCached)} | | | | ${verdict('tiles cached, one map client')} |`,
     `| RSS added by the tiles | ${show(tileRss.added_mib, ' MiB')} (${show(tileRss.rss_before_mib)} → ${show(tileRss.rss_after_mib, ' MiB')}) | ${show(tileRss.database_path_added_mib, ' MiB')} (${show(tileRss.database_path_rss_before_mib)} → ${show(tileRss.database_path_rss_after_mib, ' MiB')}) | | | ${verdict('RSS added by the tiles')} |`,
     `| the map page in Chromium: first draw of the whole dataset, points drawn of the points, console errors | ${show(mapPage.first_draw_ms, ' ms')}, ${show(mapPage.drawn)} of ${show(mapPage.points)}, ${show(mapPage.console_errors)} | | | | ${verdict('map page')} |`
   ]
   console.log([`| ${label} placemarks (${CONNECTIONS} connections, ${timing().turns} turns of ${timing().turnSeconds} s) | ours, box index | ours, database path | PostGIS peer | ratio to the peer | target | result |`, '|---|---|---|---|---|---|---|', ...rows].join('\n'))
   // Targeted figures the table does not show (the other sizes' names never reach here).
-  const shown = new Set(['bbox, database path', 'start to ready', 'server RSS after load', 'import', 'tiles cold, box index', 'tiles cached, box index', 'RSS added by the tiles', 'map page'].map((n) => `${n} (${label})`))
+  const shown = new Set(['bbox, database path', 'start to ready', 'server RSS after load', 'import', 'tiles cold, box index', 'tiles cached, box index', 'tiles cold, one map client', 'tiles cached, one map client', 'RSS added by the tiles', 'map page'].map((n) => `${n} (${label})`))
   const others = results.checks.filter((c) => !shown.has(c.figure)).map((c) => `| ${c.figure} | ${JSON.stringify(results.figures[c.figure] ?? 'not measured')} | ${c.target} | ${c.pass ? 'PASS' : 'FAIL'} |`)
   if (others.length) console.log(['', '| figure | measured | target | result |', '|---|---|---|---|', ...others].join('\n'))
   const [kml, compared] = [fig('generated KML'), fig('answers compared')]

@@ -61,8 +61,8 @@ t.test('memory from /proc/<pid>/status, in MiB', async (t) => {
 
 t.test('targets of one size, and the other modes leave them alone', async (t) => {
   const targets = JSON.parse(readFileSync(join(projectRoot, 'bench', 'targets.json'), 'utf8')) as Record<string, unknown>
-  t.same(Object.keys(targetsOfScale(targets, '1M')).sort(), ['bbox, database path (1M)', 'import (1M)', 'map page (1M)', 'server RSS after load (1M)', 'start to ready (1M)', 'tiles cached, box index (1M)', 'tiles cold, box index (1M)', 'tiles cold, database path (1M)'])
-  t.same(Object.keys(targetsOfScale(targets, '10M')).sort(), ['bbox, database path (10M)', 'map page (10M)', 'tiles cached, box index (10M)', 'tiles cold, box index (10M)'])
+  t.same(Object.keys(targetsOfScale(targets, '1M')).sort(), ['bbox, database path (1M)', 'import (1M)', 'map page (1M)', 'server RSS after load (1M)', 'start to ready (1M)', 'tiles cached, box index (1M)', 'tiles cached, one map client (1M)', 'tiles cold, box index (1M)', 'tiles cold, database path (1M)', 'tiles cold, one map client (1M)'])
+  t.same(Object.keys(targetsOfScale(targets, '10M')).sort(), ['bbox, database path (10M)', 'map page (10M)', 'tiles cached, box index (10M)', 'tiles cached, one map client (10M)', 'tiles cold, box index (10M)', 'tiles cold, one map client (10M)'])
   t.ok(isScaleFigure('tiles cold, box index (1M)'))
   t.ok(isScaleFigure('RSS added by the tiles (10M)'))
   t.same(Object.keys(targetsOfScale(targets, '100k')), [])
