@@ -10,7 +10,7 @@ import { generateKml } from '../scripts/generate-kml.ts'
 import { isScaleFigure } from './scale.ts'
 import { baseName, benchRuntimes, floorHeaders, onRuntime, peerFigure, peerTargets, peerTiming, PEERS, sideFigure, type PeerKey, type Runtime, type SideFigure } from './peers/sides.ts'
 import { adminUrl, checkTargets, cli, CONNECTIONS, GUILDS, log, printTables, results, round2, sizes, timing } from './report.ts'
-import { cpuSeconds, LOADER, memoryMb, quiesce, root, run, settle, startProcess, startServer, stop } from './processes.ts'
+import { cpuSeconds, IMPORT_OPTIONS, LOADER, memoryMb, quiesce, root, run, settle, startProcess, startServer, stop } from './processes.ts'
 import { getBytes, load, randomBoxes, record, type Side } from './load.ts'
 import { ANALYTICS_FIGURES, BATCH, INGEST_CONCURRENCY, measureAnalytics, seedActivity } from './analytics.ts'
 
@@ -128,7 +128,7 @@ async function importPlacemarks (DATABASE_URL: string) {
     await generateKml(kml, sizes().placemarks, 1)
   }
   log(`importing ${kml}`)
-  const imp = await run(process.execPath, ['--import', LOADER, 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL })
+  const imp = await run(process.execPath, [...IMPORT_OPTIONS, '--import', LOADER, 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL })
   if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
   const m = /in ([\d.]+) s[\s\S]*peak RSS (\d+) MB/.exec(imp.stdout)
   const seconds = m ? Number(m[1]) : imp.seconds
@@ -138,7 +138,7 @@ async function importPlacemarks (DATABASE_URL: string) {
 
 // --quick: the project's own sample KML, enough for the small answers.
 async function importSample (DATABASE_URL: string) {
-  const imp = await run(process.execPath, ['--import', LOADER, 'scripts/import.ts', join(root, 'db', 'sample', 'sample.kml')], { DATABASE_URL })
+  const imp = await run(process.execPath, [...IMPORT_OPTIONS, '--import', LOADER, 'scripts/import.ts', join(root, 'db', 'sample', 'sample.kml')], { DATABASE_URL })
   if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
 }
 

@@ -14,7 +14,7 @@ import { defaultPoolMax } from '../lib/config.ts'
 import { MAP_VIEWS, mapLoadAtScale } from './map-load.ts'
 import { bboxPath, boundaryBoxes, idsDiffer, percentile, randomTiles, scaleLabel, targetsOfScale, tilePath, tilesPerZoomBand, type TileXYZ } from './scale.ts'
 import { adminUrl, checkTargets, cli, CONNECTIONS, type Figure, log, results, round2, timing } from './report.ts'
-import { LOADER, processMemory, quiesce, root, run, runMeasured, type Server, settle, sleep, startProcess, startProductionServer, steadyMemory, tracked, type Tracker } from './processes.ts'
+import { IMPORT_OPTIONS, LOADER, processMemory, quiesce, root, run, runMeasured, type Server, settle, sleep, startProcess, startProductionServer, steadyMemory, tracked, type Tracker } from './processes.ts'
 import { cityBoxPaths, getBytes, randomBoxes, type Side } from './load.ts'
 
 const INSTALL_PEER = 'apt-get install -y postgresql-15-postgis-3 gdal-bin'
@@ -321,7 +321,7 @@ export async function mainScale (placemarks: number) {
     const migrate = await run(process.execPath, ['--import', LOADER, 'scripts/migrate.ts'], { DATABASE_URL }, undefined, track)
     if (migrate.code !== 0) throw new Error(`migrate failed: ${migrate.stderr}`)
     log('importing with npm run import\'s command')
-    const imp = await runMeasured(process.execPath, ['--import', LOADER, 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL }, track)
+    const imp = await runMeasured(process.execPath, [...IMPORT_OPTIONS, '--import', LOADER, 'scripts/import.ts', kml, '--timezone', 'America/Los_Angeles'], { DATABASE_URL }, track)
     if (imp.code !== 0) throw new Error(`import failed: ${imp.stderr}`)
     const importFigure: Figure = { placemarks, seconds: round2(imp.seconds), per_second: Math.round(placemarks / imp.seconds), peak_rss_mib: imp.peakRssMib ?? NaN }
     results.figures[f('import')] = importFigure
