@@ -17,9 +17,10 @@ import { log } from './report.ts'
 export const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..')
 // Every process runs the TypeScript sources as `npm start` and the other npm scripts do (scripts/typescript.mjs).
 export const LOADER = './scripts/typescript.mjs'
+const { scripts } = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
 // The Node options an npm script gives its program (package.json's script, before its loader).
-const scriptOptions = (name: string): string[] => (JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
-  .scripts[name].split(/\s+/).slice(1).filter((arg, k, args) => arg.startsWith('--') && k < args.indexOf('--import'))
+const scriptOptions = (name: string): string[] =>
+  scripts[name].split(/\s+/).slice(1).filter((arg, k, args) => arg.startsWith('--') && k < args.indexOf('--import'))
 // `npm start`'s: our servers run with them, as production does; the peers run as their users would start them.
 export const START_OPTIONS = scriptOptions('start')
 // `npm run import`'s: the bench's import is that command.
