@@ -12,7 +12,8 @@ import autocannon from 'autocannon'
 import { generateKml, mulberry32 } from '../scripts/generate-kml.ts'
 import { defaultPoolMax } from '../lib/config.ts'
 import { MAP_VIEWS, mapLoadAtScale } from './map-load.ts'
-import { bboxPath, boundaryBoxes, idsDiffer, percentile, randomTiles, scaleLabel, targetsOfScale, tilePath, tilesPerZoomBand, type TileXYZ } from './scale.ts'
+import { bboxPath, boundaryBoxes, idsDiffer, percentile, randomTiles, scaleLabel, targetsOfScale, tilePath, tilesPerZoomBand } from './scale.ts'
+import type { TileXYZ } from '../lib/geo/tiles.ts'
 import { adminUrl, checkTargets, cli, CONNECTIONS, type Figure, log, results, round2, timing } from './report.ts'
 import { IMPORT_OPTIONS, LOADER, processMemory, quiesce, root, run, runMeasured, type Server, settle, sleep, startProcess, startProductionServer, steadyMemory, tracked, type Tracker } from './processes.ts'
 import { cityBoxPaths, getBytes, randomBoxes, type Side } from './load.ts'
@@ -121,6 +122,9 @@ export async function benchTiles (DATABASE_URL: string): Promise<{ tiles: TileXY
 }
 
 interface TileRun { requests: number; seconds: number; rps: number; p50_ms: number; p99_ms: number; max_ms: number; empty: number; non2xx: number }
+
+// A tile run's rate and times, as its figures record them.
+const runFigure = (r: TileRun): Figure => ({ rps: Math.round(r.rps), p50_ms: r.p50_ms, p99_ms: r.p99_ms, max_ms: r.max_ms })
 
 // autocannon 9 keeps every response body as a string (its queue's addBody: `body += chunk`) for
 // onResponse and verifyBody, neither of which the tile loads use. Tiles at 1M run to a megabyte of
@@ -412,8 +416,8 @@ export async function mainScale (placemarks: number) {
       const { cold, cached } = r
       // At 10M the first server's index is past BBOX_INDEX_MB: its tiles then come from the database too, as its state says.
       const state: Figure = side === 'box index' ? { box_index: loaded.state } : {}
-      results.figures[f(`tiles cold, ${side}`)] = { ...state, tiles: paths.length, zooms: bands, rps: Math.round(cold.rps), p50_ms: cold.p50_ms, p99_ms: cold.p99_ms, max_ms: cold.max_ms, empty: cold.empty, cache_hits: cold.cache_hits, non2xx: cold.non2xx }
-      results.figures[f(`tiles cached, ${side}`)] = { ...state, tiles: paths.length, requests: cached.requests, rps: Math.round(cached.rps), p50_ms: cached.p50_ms, p99_ms: cached.p99_ms, max_ms: cached.max_ms, cache_misses: cached.cache_misses, non2xx: cached.non2xx }
+      results.figures[f(`tiles cold, ${side}`)] = { ...state, tiles: paths.length, zooms: bands, ...runFigure(cold), empty: cold.empty, cache_hits: cold.cache_hits, non2xx: cold.non2xx }
+      results.figures[f(`tiles cached, ${side}`)] = { ...state, tiles: paths.length, requests: cached.requests, ...runFigure(cached), cache_misses: cached.cache_misses, non2xx: cached.non2xx }
       const added = r.rssAfter - r.rssBefore
       if (side === 'box index') Object.assign(tileMemory, { rss_before_mib: r.rssBefore, rss_after_mib: r.rssAfter, added_mib: added, peak_rss_mib: r.peak })
       else Object.assign(tileMemory, { database_path_rss_before_mib: r.rssBefore, database_path_rss_after_mib: r.rssAfter, database_path_added_mib: added })
@@ -424,7 +428,7 @@ export async function mainScale (placemarks: number) {
     // The same tiles from the PostGIS peer (pg_tileserv's table layer: bench/peers/postgis.ts), each once: ours over its tiles/s.
     if (peer) {
       const theirs = await loadTiles(peer.base, paths, { amount: paths.length })
-      results.figures[f('tiles cold, PostGIS peer')] = { tiles: paths.length, rps: Math.round(theirs.rps), p50_ms: theirs.p50_ms, p99_ms: theirs.p99_ms, max_ms: theirs.max_ms, empty: theirs.empty, non2xx: theirs.non2xx }
+      results.figures[f('tiles cold, PostGIS peer')] = { tiles: paths.length, ...runFigure(theirs), empty: theirs.empty, non2xx: theirs.non2xx }
       for (const side of ['box index', 'database path']) {
         const ours = results.figures[f(`tiles cold, ${side}`)]
         Object.assign(ours, { vs_peer: round2((ours.rps as number) / theirs.rps), peer_p99_ms: theirs.p99_ms })
@@ -462,8 +466,8 @@ export async function mainScale (placemarks: number) {
     const theirs = peer ? await loadTiles(peer.base, paths, { amount: paths.length }, MAP_CLIENT_CONNECTIONS) : null
     const state: Figure = { box_index: clientIndex.state, connections: MAP_CLIENT_CONNECTIONS, tiles: paths.length }
     const versusPeer: Figure = theirs ? { peer_rps: Math.round(theirs.rps), peer_p50_ms: theirs.p50_ms, peer_p99_ms: theirs.p99_ms, vs_peer: round2(cold.rps / theirs.rps) } : {}
-    results.figures[f('tiles cold, one map client')] = { ...state, rps: Math.round(cold.rps), p50_ms: cold.p50_ms, p99_ms: cold.p99_ms, max_ms: cold.max_ms, cache_hits: cold.cache_hits, non2xx: cold.non2xx, ...versusPeer }
-    results.figures[f('tiles cached, one map client')] = { ...state, requests: cached.requests, rps: Math.round(cached.rps), p50_ms: cached.p50_ms, p99_ms: cached.p99_ms, max_ms: cached.max_ms, cache_misses: cached.cache_misses, non2xx: cached.non2xx }
+    results.figures[f('tiles cold, one map client')] = { ...state, ...runFigure(cold), cache_hits: cold.cache_hits, non2xx: cold.non2xx, ...versusPeer }
+    results.figures[f('tiles cached, one map client')] = { ...state, requests: cached.requests, ...runFigure(cached), cache_misses: cached.cache_misses, non2xx: cached.non2xx }
     log(`  box index: cold ${Math.round(cold.rps)} tiles/s, p50 ${cold.p50_ms} ms, p99 ${cold.p99_ms} ms (max ${cold.max_ms} ms); cached ${Math.round(cached.rps)} req/s, p50 ${cached.p50_ms} ms, p99 ${cached.p99_ms} ms` +
       `${theirs ? `; PostGIS peer: cold ${Math.round(theirs.rps)} tiles/s, p50 ${theirs.p50_ms} ms, p99 ${theirs.p99_ms} ms` : ''}${cold.non2xx + cached.non2xx ? `; ${cold.non2xx + cached.non2xx} non-2xx` : ''}`)
   } finally {

@@ -4,8 +4,6 @@
 
 import { tileOf, type TileXYZ } from '../lib/geo/tiles.ts'
 
-export { tileOf, type TileXYZ }
-
 /** A box as the API takes it: `min_lon > max_lon` crosses the antimeridian. */
 export interface BboxParams { min_lon: number; min_lat: number; max_lon: number; max_lat: number; limit: number }
 

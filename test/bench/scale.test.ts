@@ -1,9 +1,9 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { boundaryBoxes, bboxPath, idsDiffer, isScaleFigure, parseScale, peerEnvelopes, percentile, procMemory, randomTiles, scaleLabel, targetsOfScale, tileOf, tilePath, tilesPerZoomBand } from '../../bench/scale.ts'
+import { boundaryBoxes, bboxPath, idsDiffer, isScaleFigure, parseScale, peerEnvelopes, percentile, procMemory, randomTiles, scaleLabel, targetsOfScale, tilePath, tilesPerZoomBand } from '../../bench/scale.ts'
 import { mulberry32 } from '../../lib/random.ts'
-import { tileReadBox } from '../../lib/geo/tiles.ts'
+import { tileOf, tileReadBox } from '../../lib/geo/tiles.ts'
 import { projectRoot } from '../helper.ts'
 
 t.test('sizes: --scale values and the labels of figure names', async (t) => {
