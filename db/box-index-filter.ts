@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely'
 import { sql } from './kysely.ts'
 import { GRID_LEVEL, MAX_MERCATOR_LAT } from '../lib/geo/tile-grid.ts'
-import { cellSpan, gridXSql, gridYSql, numericSums, smallShapeSql, type StyleCellGroup } from './tile-cells.ts'
+import { cellSpan, gridXSql, gridYSql, numericSums, smallShapeSql, TILE_ROW_COLUMNS, type StyleCellGroup } from './tile-cells.ts'
 import type { Database } from './types.ts'
+import type { TileRow } from '../lib/geo/tiles.ts'
 import { placemarkFilterConditions } from './ogc.ts'
 
 /** The tiles' filters, as the OGC items take them: a folder name at any level, text words, a time interval (ISO instants, either end open). */
@@ -79,23 +80,23 @@ export async function tileCellGroups (db: Kysely<Database>, z: number, x: number
   return numericSums(rows)
 }
 
-/** The summaries of these placemarks, in id order. */
-export async function placemarkSummaries (db: Kysely<Database>, ids: number[]): Promise<string[]> {
+/** The tile fields of these placemarks, in id order. */
+export async function tileRows (db: Kysely<Database>, ids: number[]): Promise<TileRow[]> {
   if (ids.length === 0) return []
-  const { rows } = await sql<{ summary: string }>`SELECT p.summary FROM placemarks p WHERE p.id = ANY(${ids}::int[]) ORDER BY p.id`.execute(db)
-  return rows.map((r) => r.summary)
+  const { rows } = await sql<TileRow>`SELECT ${TILE_ROW_COLUMNS} FROM placemarks p WHERE p.id = ANY(${ids}::int[]) ORDER BY p.id`.execute(db)
+  return rows
 }
 
 /**
  * The lines and polygons a tile of zoom z (a cluster zoom) draws as themselves (not smaller than a cell
  * there) whose bounding box meets the box and that match the filters, the first `limit` by id, as
- * summaries with their geometries (the caller tests each exactly).
+ * tile rows (the caller tests each geometry exactly).
  */
-export async function tileShapes (db: Kysely<Database>, z: number, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, f: TileFilterValues, limit: number): Promise<{ summary: string; geometry: string }[]> {
+export async function tileShapes (db: Kysely<Database>, z: number, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, f: TileFilterValues, limit: number): Promise<TileRow[]> {
   const parts = placemarkFilterConditions(f)
   const filters = parts.length === 0 ? sql`` : sql`AND ${sql.join(parts, sql` AND `)}`
-  const { rows } = await sql<{ summary: string; geometry: string }>`
-    SELECT p.summary, p.geometry FROM placemarks p
+  const { rows } = await sql<TileRow>`
+    SELECT ${TILE_ROW_COLUMNS} FROM placemarks p
     WHERE p.geometry_type <> 'Point' AND NOT ${smallShape(z)} AND p.bbox && box(point(${box.maxLon}::float8, ${box.maxLat}::float8), point(${box.minLon}::float8, ${box.minLat}::float8)) ${filters}
     ORDER BY p.id LIMIT ${limit}`.execute(db)
   return rows

@@ -4,6 +4,7 @@ import { GRID_BITS, GRID_LEVEL, MAX_MERCATOR_LAT } from '../lib/geo/tile-grid.ts
 import type { StyleResolver } from '../lib/kml/resolved-style.ts'
 import { STYLES_QUERY, styleResolverOf } from './box-index-styles.ts'
 import type { Database } from './types.ts'
+import type { TileRow } from '../lib/geo/tiles.ts'
 
 /**
  * The grid of the vector tiles' clusters (lib/geo/tile-grid.ts) in SQL, and its low zooms counted once
@@ -189,6 +190,13 @@ export function numericSums<T extends { cx: number; cy: number; sum_x: number; s
   return rows.map((r) => ({ ...r, cx: Number(r.cx), cy: Number(r.cy), sum_x: Number(r.sum_x), sum_y: Number(r.sum_y) }))
 }
 
+// A time as the summary writes it (migration 015's placemark_summary): UTC, to the millisecond.
+const summaryTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+/** What a tile reads of placemark `p` (lib/geo/tiles.ts TileRow): the fields of its summary it shows, as the summary has them. */
+export const TILE_ROW_COLUMNS = sql.raw(`p.id, p.name, p.style_id, p.folder_path[array_upper(p.folder_path, 1)] AS folder, p.geometry_type, p.geometry,
+  ${summaryTime('p.time_begin')} AS time_begin, ${summaryTime('p.time_end')} AS time_end`)
+
 /** A tile's groups by style and geometry type, as its own query counts them (db/box-index-filter.ts). */
 export interface StyleCellGroup { cx: number; cy: number; style_id: string | null; geometry_type: string; n: number; sum_x: number; sum_y: number; id: number }
 
@@ -213,12 +221,12 @@ export function colourGroups (rows: StyleCellGroup[], resolver: StyleResolver): 
 
 /**
  * The lines and polygons an unfiltered tile of zoom z (at most TILE_SHAPES_MAX_ZOOM) draws as themselves
- * (not smaller than a cell there) whose bounding box meets the box, the first `limit` by id, as summaries
- * with their geometries: what tileShapes (db/box-index-filter.ts) gives, from the shapes counted as large.
+ * (not smaller than a cell there) whose bounding box meets the box, the first `limit` by id, as tile
+ * rows: what tileShapes (db/box-index-filter.ts) gives, from the shapes counted as large.
  */
-export async function countedShapes (db: Kysely<Database>, z: number, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, limit: number): Promise<{ summary: string; geometry: string }[]> {
-  const { rows } = await sql<{ summary: string; geometry: string }>`
-    SELECT p.summary, p.geometry FROM tile_shapes s JOIN placemarks p ON p.id = s.id
+export async function countedShapes (db: Kysely<Database>, z: number, box: { minLon: number; minLat: number; maxLon: number; maxLat: number }, limit: number): Promise<TileRow[]> {
+  const { rows } = await sql<TileRow>`
+    SELECT ${TILE_ROW_COLUMNS} FROM tile_shapes s JOIN placemarks p ON p.id = s.id
     WHERE s.last_zoom < ${z} AND s.bbox && box(point(${box.maxLon}::float8, ${box.maxLat}::float8), point(${box.minLon}::float8, ${box.minLat}::float8))
     ORDER BY s.id LIMIT ${limit}`.execute(db)
   return rows

@@ -1,15 +1,15 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import { Counter, Gauge } from 'prom-client'
-import { buildTile, MAX_MERCATOR_LAT, tileOf, tilePlacemark, tilePlacemarks, tileReadBox } from '../../lib/geo/tiles.ts'
+import { buildTile, MAX_MERCATOR_LAT, tileOf, tilePlacemark, tilePlacemarks, tileReadBox, tileRowPlacemark } from '../../lib/geo/tiles.ts'
 import { majorityColour, mortonKey, tileUnits, type ClusterGrids, type GridCell } from '../../lib/geo/tile-grid.ts'
-import { boundsOf, intersectsBox, type Geometry } from '../../lib/geo/box.ts'
+import { boundsOf, intersectsBox } from '../../lib/geo/box.ts'
 import type { BoxIndex } from '../../lib/geo/box-index.ts'
 import type { StyleResolver } from '../../lib/kml/resolved-style.ts'
 import { datasetFacts } from '../../db/dataset-facts.ts'
 import { loadStyleResolver } from '../../db/box-index-styles.ts'
 import { colourGroups, countedCellGroups, countedShapes, TILE_CELLS_MAX_ZOOM, TILE_SHAPES_MAX_ZOOM } from '../../db/tile-cells.ts'
-import { matchingPlacemarks, placemarkSummaries, tileCellGroups, tileShapes, type TileFilterValues } from '../../db/box-index-filter.ts'
+import { matchingPlacemarks, tileCellGroups, tileRows, tileShapes, type TileFilterValues } from '../../db/box-index-filter.ts'
 import { withoutJit } from '../../db/without-jit.ts'
 import { clientKey } from '../../lib/address-group.ts'
 import { HttpError } from '../../lib/errors.ts'
@@ -175,7 +175,7 @@ export default fp(async function tiles (app: FastifyInstance) {
         ? countedShapes(app.db, z, box, TILE_MAX_PLACEMARKS + 1)
         : withoutJit(app.dbHandle, (db) => tileShapes(db, z, box, filter, TILE_MAX_PLACEMARKS + 1))
     ])
-    const shapes = shapeRows.filter((r) => intersectsBox(JSON.parse(r.geometry) as Geometry, box)).map((r) => tilePlacemark(r.summary, resolver))
+    const shapes = shapeRows.map((r) => tileRowPlacemark(r, resolver)).filter((p) => intersectsBox(p.geometry, box))
     // Per kind (points, and shapes smaller than a cell), the cells in the grid's order (Morton keys), as the index gives them.
     const cellsOf = (point: boolean) => {
       const byCell = new Map<number, { count: number; sx: number; sy: number; colours: Map<string, number>; id: number }>()
@@ -194,7 +194,7 @@ export default fp(async function tiles (app: FastifyInstance) {
     }
     const [pointCells, shapeCells] = [cellsOf(true), cellsOf(false)]
     const loneIds = [...pointCells, ...shapeCells].filter((c) => c.count === 1).map((c) => c.id)
-    const lone = new Map((await placemarkSummaries(app.db, loneIds)).map((s) => tilePlacemark(s, resolver)).map((p) => [p.id, p]))
+    const lone = new Map((await tileRows(app.db, loneIds)).map((r) => tileRowPlacemark(r, resolver)).map((p) => [p.id, p]))
     const clusters = (cells: typeof pointCells): GridCell[] => cells.filter((c) => c.count > 1).map((c) => ({
       count: c.count, x: tileUnits(c.sx, c.count, z, x), y: tileUnits(c.sy, c.count, z, y), color: majorityColour(c.colours), item: c.id
     }))
