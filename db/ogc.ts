@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import { sql } from './kysely.ts'
 import type { Database } from './types.ts'
-import { searchCondition, searchWords, SUMMARY, toSummary, type SummaryRow } from './placemarks.ts'
+import { searchCondition, searchWords, SUMMARY, TIMES, toSummary, type SummaryRow } from './placemarks.ts'
 import type { PlacemarkSummaryT } from '../schemas/placemarks.ts'
 
 type Db = Kysely<Database>
@@ -21,11 +21,8 @@ export interface ItemFilter {
 /** A placemark's summary with its KML time (ISO instants, null at an open end). */
 export type TimedPlacemark = PlacemarkSummaryT & { time_begin: string | null; time_end: string | null }
 
-const TIME = sql`to_char(p.time_begin AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time_begin,
-  to_char(p.time_end AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time_end`
-
-type TimedRow = SummaryRow & { time_begin: string | null; time_end: string | null }
-const toTimed = (row: TimedRow): TimedPlacemark => ({ ...toSummary(row), time_begin: row.time_begin, time_end: row.time_end })
+// The summary's row carries the times (SUMMARY's TIMES).
+const toTimed = (row: SummaryRow): TimedPlacemark => ({ ...toSummary(row), time_begin: row.time_begin, time_end: row.time_end })
 
 /**
  * The conditions on `placemarks p` that every filter shared by the OGC items, the GeoJSON list and the
@@ -57,7 +54,7 @@ export async function filteredPlacemarks (db: Db, f: ItemFilter, limit: number, 
   if (f.ids !== undefined && f.ids.length === 0) return { placemarks: [], matched: 0 }
   const where = conditions(f)
   const [page, count] = await Promise.all([
-    sql<TimedRow>`SELECT ${SUMMARY}, ${TIME} FROM placemarks p ${where} ORDER BY p.id LIMIT ${limit} OFFSET ${offset}`.execute(db),
+    sql<SummaryRow>`SELECT ${SUMMARY} FROM placemarks p ${where} ORDER BY p.id LIMIT ${limit} OFFSET ${offset}`.execute(db),
     sql<{ n: number }>`SELECT count(*)::int AS n FROM placemarks p ${where}`.execute(db)
   ])
   return { placemarks: page.rows.map(toTimed), matched: count.rows[0]?.n ?? 0 }
@@ -72,7 +69,7 @@ export async function countMatching (db: Db, f: ItemFilter): Promise<number> {
 
 /** One placemark's KML time; undefined when no placemark has this id. */
 export async function placemarkTimeOf (db: Db, id: number): Promise<{ time_begin: string | null; time_end: string | null } | undefined> {
-  const { rows: [row] } = await sql<{ time_begin: string | null; time_end: string | null }>`SELECT ${TIME} FROM placemarks p WHERE p.id = ${id}`.execute(db)
+  const { rows: [row] } = await sql<{ time_begin: string | null; time_end: string | null }>`SELECT ${TIMES} FROM placemarks p WHERE p.id = ${id}`.execute(db)
   return row
 }
 

@@ -4,6 +4,7 @@ import { GRID_BITS, GRID_LEVEL, MAX_MERCATOR_LAT } from '../lib/geo/tile-grid.ts
 import type { StyleResolver } from '../lib/kml/resolved-style.ts'
 import { STYLES_QUERY, styleResolverOf } from './box-index-styles.ts'
 import type { Database } from './types.ts'
+import { TILE_ROW_COLUMNS } from './placemarks.ts'
 import type { TileRow } from '../lib/geo/tiles.ts'
 
 /**
@@ -189,13 +190,6 @@ export async function countedCellGroups (db: Kysely<Database>, z: number, x: num
 export function numericSums<T extends { cx: number; cy: number; sum_x: number; sum_y: number }> (rows: T[]): T[] {
   return rows.map((r) => ({ ...r, cx: Number(r.cx), cy: Number(r.cy), sum_x: Number(r.sum_x), sum_y: Number(r.sum_y) }))
 }
-
-// A time as the summary writes it (migration 015's placemark_summary): UTC, to the millisecond.
-const summaryTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
-
-/** What a tile reads of placemark `p` (lib/geo/tiles.ts TileRow): the fields of its summary it shows, as the summary has them. */
-export const TILE_ROW_COLUMNS = sql.raw(`p.id, p.name, p.style_id, p.folder_path[array_upper(p.folder_path, 1)] AS folder, p.geometry_type, p.geometry,
-  ${summaryTime('p.time_begin')} AS time_begin, ${summaryTime('p.time_end')} AS time_end`)
 
 /** A tile's groups by style and geometry type, as its own query counts them (db/box-index-filter.ts). */
 export interface StyleCellGroup { cx: number; cy: number; style_id: string | null; geometry_type: string; n: number; sum_x: number; sum_y: number; id: number }

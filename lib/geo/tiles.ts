@@ -221,7 +221,7 @@ function fromFields (r: SummaryFields, styles: StyleResolver): TilePlacemark {
 }
 
 /**
- * The fields of a placemark a tile shows, as the database path reads them (db/box-index-filter.ts
+ * The fields of a placemark a tile shows, as the database path reads them (db/placemarks.ts
  * TILE_ROW_COLUMNS) rather than its whole summary, whose description, media links and second copy of
  * the geometry a tile has no use for: at 10M placemarks a tile of zoom 12 read 1.8 MB of summaries for
  * 3,500 shapes. The times are the summary's text.
