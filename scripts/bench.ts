@@ -71,7 +71,9 @@ options:
                12.5, 15) and a pan, each timed to every tile drawn, with no console error. Without
                PostGIS or ogr2ogr the peer is skipped with a line saying what to install. About 5
                minutes for 1m on 2 cores without the peer (the tiles 1.5 of them, the map half of one); 10m takes some 14 GB of memory in ogr2ogr's
-               KML driver (1.4 GB at 1m) and about 3 GB of disk for the KML alone
+               KML driver (1.4 GB at 1m), about 3 GB of disk for the KML alone, and, where the default
+               BBOX_INDEX_MB holds its 1.9 GB index (8 GiB of memory or more), some 5 minutes for each
+               server's index to load and 2.2 GB of RSS in that server
   --placemarks N  with --scale (or alone), N placemarks instead of the scale's count: a dry run
                at 100000 takes about a minute and a half (targets are judged at 1M and 10M only)
   --keep       keep the database afterwards (default: drop it; with --scale, both databases)

@@ -5,7 +5,7 @@ import { parseEnv } from 'node:util'
 import pg from 'pg'
 import { runScript, runScriptIn, spawnScript, startServer } from '../support/run.ts'
 import { buildTestApp, createPostgresDatabase, freePort, openTestDatabase, projectRoot, typescriptLoader } from '../helper.ts'
-import { ConfigSchema, defaultPoolMax, loadConfig } from '../../lib/config.ts'
+import { ConfigSchema, defaultBoxIndexMb, defaultPoolMax, loadConfig } from '../../lib/config.ts'
 import { trustProxySetting } from '../../app.ts'
 import { checkEnvSyntax, EnvFileError, loadEnvFile } from '../../lib/env-file.ts'
 import { browserUrl, logFormat, loggerOptions, startupMessage } from '../../lib/logger.ts'
@@ -212,11 +212,13 @@ t.test('.env.example lists every setting with its default (in process)', async (
   for (const key of Object.keys(ConfigSchema.properties)) t.ok(key in example, `${key} is listed`)
   for (const key of Object.keys(example)) t.ok(key in ConfigSchema.properties || key === 'BENCH_DATABASE_URL', `${key} is a setting`)
   // Uncommented as it stands, the example is the defaults (but for the example connection URLs).
-  const { DATABASE_URL, REDIS_URL, BENCH_DATABASE_URL, TRUST_PROXY, DB_POOL_MAX, ...rest } = example
+  const { DATABASE_URL, REDIS_URL, BENCH_DATABASE_URL, TRUST_PROXY, DB_POOL_MAX, BBOX_INDEX_MB, ...rest } = example
   t.ok(DATABASE_URL && REDIS_URL && BENCH_DATABASE_URL)
   t.same(loadConfig(rest), loadConfig({}))
   // The pool's default depends on the machine's cores; the example shows it for 2.
   t.equal(Number(DB_POOL_MAX), defaultPoolMax(2))
+  // The box index's default depends on the memory; the example shows it for 4 GiB.
+  t.equal(Number(BBOX_INDEX_MB), defaultBoxIndexMb(4 * 1024 ** 3))
   t.equal(trustProxySetting(TRUST_PROXY), trustProxySetting(undefined), 'TRUST_PROXY=false is the default')
 })
 
