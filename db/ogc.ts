@@ -18,12 +18,6 @@ export interface ItemFilter {
   datetime?: { from: string | null; to: string | null }
 }
 
-/** A placemark's summary with its KML time (ISO instants, null at an open end). */
-export type TimedPlacemark = PlacemarkSummaryT & { time_begin: string | null; time_end: string | null }
-
-// The summary's row carries the times (SUMMARY's TIMES).
-const toTimed = (row: SummaryRow): TimedPlacemark => ({ ...toSummary(row), time_begin: row.time_begin, time_end: row.time_end })
-
 /**
  * The conditions on `placemarks p` that every filter shared by the OGC items, the GeoJSON list and the
  * tiles means (all must hold): `folder` a level of the path, `datetime` a time intersecting [from, to],
@@ -50,14 +44,14 @@ function conditions (f: ItemFilter) {
 }
 
 /** One page of the placemarks matching the filters, in id order, with how many match in all. */
-export async function filteredPlacemarks (db: Db, f: ItemFilter, limit: number, offset: number): Promise<{ placemarks: TimedPlacemark[]; matched: number }> {
+export async function filteredPlacemarks (db: Db, f: ItemFilter, limit: number, offset: number): Promise<{ placemarks: PlacemarkSummaryT[]; matched: number }> {
   if (f.ids !== undefined && f.ids.length === 0) return { placemarks: [], matched: 0 }
   const where = conditions(f)
   const [page, count] = await Promise.all([
     sql<SummaryRow>`SELECT ${SUMMARY} FROM placemarks p ${where} ORDER BY p.id LIMIT ${limit} OFFSET ${offset}`.execute(db),
     sql<{ n: number }>`SELECT count(*)::int AS n FROM placemarks p ${where}`.execute(db)
   ])
-  return { placemarks: page.rows.map(toTimed), matched: count.rows[0]?.n ?? 0 }
+  return { placemarks: page.rows.map(toSummary), matched: count.rows[0]?.n ?? 0 }
 }
 
 /** How many placemarks match the filters (the GeoJSON list's `numberMatched`). */
