@@ -1,5 +1,5 @@
 import Flatbush from 'flatbush'
-import { packGeometry, packedIntersectsBox, splitBox, type Box, type Geometry } from './box.ts'
+import { packGeometry, packedIntersectsBox, splitBox, unpackGeometry, type Box, type Geometry } from './box.ts'
 import { ClusterGrids, gridCell, Palette, PointGrid, SHAPE_LEVELS, shapeOnGrid, type ClusterGridsParts } from './tile-grid.ts'
 import { packNumbers, unpackNumbers, writeDecimal } from './record-numbers.ts'
 
@@ -630,11 +630,26 @@ export class BoxIndex {
     return this.ids[i]
   }
 
-  /** Entry i's serialized summary. */
-  summaryOf (i: number): string {
-    const out = Buffer.allocUnsafe(this.lengthOf(i))
-    this.decode(i, out, 0)
-    return out.toString('utf8')
+  // Where summaryOf decodes, reused: a tile decodes thousands of summaries one after the other.
+  private text = Buffer.allocUnsafe(16 * 1024)
+
+  /**
+   * Entry i's serialized summary; with `raw` false, its `coordinates_raw` left empty where the index
+   * derives it from the coordinates (most entries): a tile has no use for it.
+   */
+  summaryOf (i: number, raw = true): string {
+    const length = this.lengthOf(i)
+    if (this.text.length < length) this.text = Buffer.allocUnsafe(2 * length)
+    return this.text.toString('utf8', 0, this.decode(i, this.text, 0, raw))
+  }
+
+  /**
+   * Entry i's geometry from its packed numbers (the numbers of its summary's, in two dimensions), or
+   * null for a geometry of one position, which is not packed.
+   */
+  packedGeometryOf (i: number): Geometry | null {
+    const at = this.geometryAt[i]
+    return at === NO_GEOMETRY ? null : unpackGeometry(this.packed[at >>> PACKED_SHIFT], at & (PACKED_NUMBERS - 1))
   }
 
   /**
@@ -700,7 +715,7 @@ export class BoxIndex {
    * Writes entry i's summary at target[at]; returns its length. Its record runs to the next entry's
    * start, or to the end of its chunk.
    */
-  private decode (i: number, target: Buffer, at: number): number {
+  private decode (i: number, target: Buffer, at: number, raw = true): number {
     const start = this.starts[i]
     const chunk = this.chunkViews[start >>> CHUNK_SHIFT]
     let k = start & (CHUNK_BYTES - 1)
@@ -739,7 +754,7 @@ export class BoxIndex {
         else target.set(fragment, at + n)
         n += length
       } else if (kind === DERIVED) {
-        n += kmlCoordinates(target, at + last, at + lastEnd, target, at + n)
+        if (raw) n += kmlCoordinates(target, at + last, at + lastEnd, target, at + n)
         last = -1
       } else if (v === ID_HEAD) {
         target.set(HEAD_OPEN, at + n)

@@ -54,6 +54,25 @@ export function packGeometry (g: Geometry): number[] {
 
 type Packed = ArrayLike<number>
 
+/**
+ * The geometry packed at c[o] (see packGeometry), as GeoJSON: the same numbers, so the same geometry
+ * for every use but a third coordinate, which packing leaves out.
+ */
+export function unpackGeometry (c: Packed, o: number): Geometry {
+  const kind = c[o]
+  const paths: Position[][] = []
+  for (let p = 0, at = o + 2; p < c[o + 1]; p++) {
+    const n = c[at]
+    const path: Position[] = new Array(n)
+    for (let k = 0; k < n; k++) path[k] = [c[at + 1 + 2 * k], c[at + 2 + 2 * k]]
+    paths.push(path)
+    at += 1 + 2 * n
+  }
+  if (kind === POINT) return { type: 'Point', coordinates: paths[0][0] }
+  if (kind === LINE_STRING) return { type: 'LineString', coordinates: paths[0] }
+  return { type: 'Polygon', coordinates: paths }
+}
+
 function pointInBox (x: number, y: number, b: Box): boolean {
   return x >= b.minLon && x <= b.maxLon && y >= b.minLat && y <= b.maxLat
 }

@@ -58,6 +58,74 @@ export function summaryPieces (json: string): string[] {
   return pieces
 }
 
+// The keys a tile reads, in toSummary's order.
+const NAME_KEY = ',"name":'
+const DESCRIPTION_KEY = ',"description":'
+const FOLDER_KEY = ',"folder_path":'
+const TYPE_KEY = ',"geometry_type":"'
+const TIME_BEGIN_KEY = ',"time_begin":'
+const TIME_END_KEY = ',"time_end":'
+
+/** What a tile reads of a serialized summary, by its keys; the geometry as the span of its JSON string's contents. */
+export interface SummaryTileFields {
+  name: string
+  style_id: string | null
+  /** The innermost folder's name, null at the root. */
+  folder: string | null
+  geometry_type: string
+  geometryStart: number
+  geometryEnd: number
+  time_begin: string | null
+  time_end: string | null
+}
+
+// The JSON string (or null) of text[from, to): read as it is when it holds no escape.
+function stringValue (text: string, from: number, to: number): string | null {
+  if (text.charCodeAt(from) !== 0x22) return null
+  const inner = text.slice(from + 1, to - 1)
+  return inner.indexOf('\\') === -1 ? inner : JSON.parse(text.slice(from, to)) as string
+}
+
+// The last string of a JSON array of strings (text[from, to)), or null when it is empty: after its
+// last `","` or its `["` (a quote inside a string is always escaped, so neither can be in one).
+function lastString (text: string, from: number, to: number): string | null {
+  if (to - from <= 2) return null
+  const comma = text.lastIndexOf('","', to - 1)
+  const start = comma > from ? comma + 2 : from + 1
+  return stringValue(text, start, to - 1)
+}
+
+/**
+ * The fields of a serialized summary a tile shows, read by its keys instead of parsing all of it (its
+ * description, raw coordinates and media links are no use to a tile, and its geometry is read from the
+ * box index's numbers); null when the text is not laid out as toSummary writes it.
+ */
+export function summaryTileFields (summary: string): SummaryTileFields | null {
+  const name = summary.indexOf(NAME_KEY)
+  const description = summary.indexOf(DESCRIPTION_KEY, name)
+  const style = summary.indexOf(STYLE_KEY, description)
+  const folder = summary.indexOf(FOLDER_KEY, style)
+  const type = summary.indexOf(TYPE_KEY, folder)
+  const geometry = summary.indexOf(GEOMETRY_KEY, type)
+  const geometryEnd = summary.indexOf(GEOMETRY_END, geometry)
+  if (name === -1 || description === -1 || style === -1 || folder === -1 || type === -1 || geometry === -1 || geometryEnd === -1) return null
+  const typeStart = type + TYPE_KEY.length
+  const begin = summary.indexOf(TIME_BEGIN_KEY, geometryEnd)
+  const end = begin === -1 ? -1 : summary.indexOf(TIME_END_KEY, begin)
+  const nameValue = stringValue(summary, name + NAME_KEY.length, description)
+  if (nameValue === null) return null
+  return {
+    name: nameValue,
+    style_id: stringValue(summary, style + STYLE_KEY.length, folder),
+    folder: lastString(summary, folder + FOLDER_KEY.length, type),
+    geometry_type: summary.slice(typeStart, summary.indexOf('"', typeStart)),
+    geometryStart: geometry + GEOMETRY_KEY.length,
+    geometryEnd,
+    time_begin: begin === -1 ? null : stringValue(summary, begin + TIME_BEGIN_KEY.length, end === -1 ? summary.length - 1 : end),
+    time_end: end === -1 ? null : stringValue(summary, end + TIME_END_KEY.length, summary.length - 1)
+  }
+}
+
 /**
  * Serialized summaries (joined by commas) as GeoJSON features (joined by commas), by splicing: each
  * geometry's JSON string is read back into the stored GeoJSON text, the rest of the summary becomes the

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import { Counter, Gauge } from 'prom-client'
-import { buildTile, MAX_MERCATOR_LAT, tileOf, tilePlacemark, tilePlacemarks, tileReadBox, tileRowPlacemark } from '../../lib/geo/tiles.ts'
+import { buildTile, entryTilePlacemark, MAX_MERCATOR_LAT, tileOf, tilePlacemarks, tileReadBox, tileRowPlacemark } from '../../lib/geo/tiles.ts'
 import { majorityColour, mortonKey, tileUnits, type ClusterGrids, type GridCell } from '../../lib/geo/tile-grid.ts'
 import { boundsOf, intersectsBox } from '../../lib/geo/box.ts'
 import type { BoxIndex } from '../../lib/geo/box-index.ts'
@@ -140,7 +140,7 @@ export default fp(async function tiles (app: FastifyInstance) {
     const keep = match === null ? undefined : (i: number) => match.flags[index.idOf(i)] === 1
     const box = tileReadBox(z, x, y)
     if (z >= clusterMaxZoom) {
-      const placemarks = bounded(index.entriesInBox(box, TILE_MAX_PLACEMARKS + 1, keep), 'placemarks').map((i) => tilePlacemark(index.summaryOf(i), resolver))
+      const placemarks = bounded(index.entriesInBox(box, TILE_MAX_PLACEMARKS + 1, keep), 'placemarks').map((i) => entryTilePlacemark(index, i, resolver))
       return buildTile({ drawn: placemarks }, z, x, y)
     }
     let grid = index.grid
@@ -150,8 +150,8 @@ export default fp(async function tiles (app: FastifyInstance) {
     }
     const cells = grid.cells(z, x, y)
     // The lines and polygons larger than a cell; the smaller ones are in the cells.
-    const shapes = bounded(index.shapesIn(box, keep, TILE_MAX_PLACEMARKS + 1, z), 'shapes').map((i) => tilePlacemark(index.summaryOf(i), resolver))
-    const lone = [...cells.points, ...cells.shapes].filter((c) => c.count === 1).map((c) => tilePlacemark(index.summaryOf(c.item), resolver))
+    const shapes = bounded(index.shapesIn(box, keep, TILE_MAX_PLACEMARKS + 1, z), 'shapes').map((i) => entryTilePlacemark(index, i, resolver))
+    const lone = [...cells.points, ...cells.shapes].filter((c) => c.count === 1).map((c) => entryTilePlacemark(index, c.item, resolver))
     const clusters = (list: GridCell[]) => list.filter((c) => c.count > 1)
     return buildTile({ drawn: shapes, lone, clusters: clusters(cells.points), shapeClusters: clusters(cells.shapes) }, z, x, y)
   }
@@ -222,7 +222,7 @@ export default fp(async function tiles (app: FastifyInstance) {
     const placemarks = Math.min(WARM_PLACEMARKS, Math.ceil(index.size / 1000))
     for (let k = 0; k < placemarks; k++) {
       // A corner of its bounds: a point's own position.
-      const { minLon, minLat } = boundsOf(tilePlacemark(index.summaryOf(Math.floor(((k + 0.5) * index.size) / placemarks)), resolver).geometry)
+      const { minLon, minLat } = boundsOf(entryTilePlacemark(index, Math.floor(((k + 0.5) * index.size) / placemarks), resolver).geometry)
       for (let z = 0; z <= clusterMaxZoom + 2; z++) {
         const tile = tileOf(minLon, minLat, z)
         if (tile === null) break

@@ -2,6 +2,8 @@ import t from 'tap'
 import { boundsOf, intersectsBox, type Box, type Geometry, type Position } from '../../lib/geo/box.ts'
 import { BoxIndexBuilder, joinSummaries, type BoxIndex, type SummaryBytes } from '../../lib/geo/box-index.ts'
 import { summaryPieces } from '../../lib/placemarks/box-answer.ts'
+import { entryTilePlacemark, tilePlacemark } from '../../lib/geo/tiles.ts'
+import { StyleResolver } from '../../lib/kml/resolved-style.ts'
 import { mulberry32 } from '../../lib/random.ts'
 
 // Random geometries and boxes, many of them near the antimeridian and on shared edges, checked
@@ -136,16 +138,20 @@ function summary (id: number, over: Record<string, unknown> = {}): string {
   })
 }
 
-// The summaries an index answers for a box holding all of them, in id order, as text.
-function answered (list: { id: number; json: string; geometry?: string }[]): string {
+// An index of the summaries, each at its geometry's bounds (or at `geometry`'s, when given).
+function indexOfSummaries (list: { id: number; json: string; geometry?: string }[]): BoxIndex {
   const b = new BoxIndexBuilder()
   for (const { id, json, geometry } of list) {
     const g = JSON.parse(geometry ?? (JSON.parse(json) as { geometry: string }).geometry) as Geometry
     const bounds = boundsOf(g)
     b.add({ id, ...bounds, geometry: JSON.stringify(g), json: summaryPieces(json) })
   }
-  const ix = b.finish()
-  const got = ix.search({ minLon: -180, minLat: -90, maxLon: 180, maxLat: 90 }, 10_000)
+  return b.finish()
+}
+
+// The summaries an index answers for a box holding all of them, in id order, as text.
+function answered (list: { id: number; json: string; geometry?: string }[]): string {
+  const got = indexOfSummaries(list).search({ minLon: -180, minLat: -90, maxLon: 180, maxLat: 90 }, 10_000)
   const bytes = Buffer.alloc(got.byteLength)
   got.copyTo(bytes, 0)
   return bytes.toString()
@@ -183,6 +189,41 @@ t.test('summaries kept as shared and derived pieces come back byte for byte', as
   t.equal(pieces.join(''), list[0].json, 'the pieces join into the summary')
   t.equal(pieces.length, 6, 'id to description, up to the coordinates, coordinates, up to the raw value, the raw value, the rest')
   t.same(summaryPieces('{"id":1}'), ['{"id":1}'], 'one piece when the keys are not there')
+})
+
+t.test('a tile reads the same placemark from an entry as from its whole summary', async (t) => {
+  const styles = new StyleResolver([
+    { id: 's1', kind: 'Style', definition: { 'IconStyle.color': 'ff0000ff', 'LineStyle.color': '7f00ff00', 'LineStyle.width': '3', 'PolyStyle.color': '40ff0000' } },
+    { id: 'a "quoted" \\ style', kind: 'Style', definition: { 'IconStyle.color': 'ff00ff00' } }
+  ])
+  const line = { type: 'LineString', coordinates: [[1.5, 2, 10], [1.25, 2.125, 11], [-3e-7, 1e-21, 12]] }
+  const polygon = { type: 'Polygon', coordinates: [[[0, 0], [1, 0], [1, 1], [0, 0]], [[0.2, 0.2], [0.4, 0.2], [0.2, 0.4], [0.2, 0.2]]] }
+  const shape = (id: number, g: { type: string; coordinates: unknown }, over: Record<string, unknown> = {}) =>
+    ({ id, json: summary(id, { geometry_type: g.type, geometry: JSON.stringify(g), coordinates_raw: null, ...over }) })
+  const list = [
+    ...Array.from({ length: 20 }, (_, k) => ({ id: k + 1, json: summary(k + 1) })),
+    shape(30, line, { style_id: 's1', time_begin: '2017-10-01T22:02:44.000Z', time_end: null }),
+    shape(31, polygon, { style_id: 's1', time_begin: '1997-01-01T00:00:00.000Z', time_end: '1997-12-31T23:59:59.999Z' }),
+    // A line of one position, repeated: no extent, so no packed geometry; the whole summary decides.
+    shape(32, { type: 'LineString', coordinates: [[4, 5], [4, 5]] }),
+    // Names, folders and styles with escapes and with the keys' look-alikes; a point with an altitude.
+    { id: 33, json: summary(33, { name: 'a \\ "b" ,"description":"x"', style_id: 'a "quoted" \\ style', folder_path: ['","coordinates_raw":"', 'la\\st "one"'] }) },
+    { id: 34, json: summary(34, { name: '', folder_path: [], geometry: JSON.stringify({ type: 'Point', coordinates: [-115.17, 36.11, 620.5] }) }) },
+    { id: 35, json: summary(35, { folder_path: ['only'], description: 'd'.repeat(5000), time_begin: '2017-10-01T00:00:00.000Z', time_end: '2017-10-02T00:00:00.000Z' }) },
+    { id: 36, json: summary(36, { geometry: JSON.stringify({ type: 'Point', coordinates: [1e-7, -2.5e+2] }) }) },
+    // Key order unlike toSummary's, and no times at all: read whole.
+    { id: 37, json: summary(37, { geometry: JSON.stringify({ coordinates: [5, 6], type: 'Point' }) }) },
+    { id: 38, json: JSON.stringify({ id: 38, name: 'no times', description: null, style_id: null, folder_path: ['x'], geometry_type: 'Point', geometry: JSON.stringify({ type: 'Point', coordinates: [7, 8] }), coordinates_raw: '7,8,0', media_links: [], created_at: '2026-01-01T00:00:00.000Z' }) }
+  ]
+  const ix = indexOfSummaries(list)
+  // The tiles use two dimensions: a position's third number is left out of the comparison.
+  const flat = (g: Geometry): Geometry => JSON.parse(JSON.stringify(g, (_k, v: unknown) => Array.isArray(v) && typeof v[0] === 'number' ? v.slice(0, 2) : v)) as Geometry
+  for (let i = 0; i < ix.size; i++) {
+    const whole = tilePlacemark(ix.summaryOf(i), styles)
+    t.same(entryTilePlacemark(ix, i, styles), { ...whole, geometry: flat(whole.geometry) }, `placemark ${ix.idOf(i)}`)
+  }
+  t.equal(ix.size, list.length)
+  t.equal(ix.summaryOf(ix.size - 1), list[list.length - 1].json, 'the whole summary, its raw coordinates included')
 })
 
 t.test('repeated pieces are kept once, derived raw coordinates not at all', async (t) => {
