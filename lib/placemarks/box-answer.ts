@@ -23,10 +23,17 @@ const GEOMETRY_KEY = ',"geometry":"'
 const GEOMETRY_END = '","coordinates_raw":'
 const NEXT_SUMMARY = '},{"id":'
 
-// More markers of a serialized summary's keys, for cutting it into the pieces the box index shares.
+// More markers of a serialized summary's keys, for cutting it into the pieces the box index shares and
+// for reading the fields a tile shows, in toSummary's order.
+const NAME_KEY = ',"name":'
+const DESCRIPTION_KEY = ',"description":'
 const STYLE_KEY = ',"style_id":'
+const FOLDER_KEY = ',"folder_path":'
+const TYPE_KEY = ',"geometry_type":"'
 const COORDINATES_KEY = '\\"coordinates\\":'
 const MEDIA_KEY = ',"media_links":'
+const TIME_BEGIN_KEY = ',"time_begin":'
+const TIME_END_KEY = ',"time_end":'
 
 /**
  * A serialized summary cut into the pieces the in-memory box index keeps (see IndexedPlacemark):
@@ -57,14 +64,6 @@ export function summaryPieces (json: string): string[] {
   }
   return pieces
 }
-
-// The keys a tile reads, in toSummary's order.
-const NAME_KEY = ',"name":'
-const DESCRIPTION_KEY = ',"description":'
-const FOLDER_KEY = ',"folder_path":'
-const TYPE_KEY = ',"geometry_type":"'
-const TIME_BEGIN_KEY = ',"time_begin":'
-const TIME_END_KEY = ',"time_end":'
 
 /** What a tile reads of a serialized summary, by its keys; the geometry as the span of its JSON string's contents. */
 export interface SummaryTileFields {
@@ -157,12 +156,11 @@ export function summariesToFeatures (text: string, styles?: StyleResolver): stri
 // summary's structure: a quote inside a JSON string is always escaped).
 function styleOf (summary: string, styles: StyleResolver): ResolvedStyle {
   const style = summary.indexOf(STYLE_KEY)
-  const folder = summary.indexOf(',"folder_path":', style)
-  const type = summary.indexOf(',"geometry_type":"', folder)
+  const folder = summary.indexOf(FOLDER_KEY, style)
+  const type = summary.indexOf(TYPE_KEY, folder)
   if (style === -1 || folder === -1 || type === -1) return {}
-  const id = summary.charCodeAt(style + STYLE_KEY.length) === 0x22 ? JSON.parse(summary.slice(style + STYLE_KEY.length, folder)) as string : null
-  const from = type + ',"geometry_type":"'.length
-  return styles.resolve(id, summary.slice(from, summary.indexOf('"', from)) as StyleGeometry)
+  const from = type + TYPE_KEY.length
+  return styles.resolve(stringValue(summary, style + STYLE_KEY.length, folder), summary.slice(from, summary.indexOf('"', from)) as StyleGeometry)
 }
 
 /**
