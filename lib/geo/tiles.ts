@@ -1,6 +1,7 @@
 import { geoJSONToTile, type GeoJSONVTFeature } from '@maplibre/geojson-vt'
 import { encodeTile } from './mvt.ts'
 import type { Box, Geometry } from './box.ts'
+import type { BoxIndex } from './box-index.ts'
 import { MAX_MERCATOR_LAT, mercatorX, mercatorY, type GridCell } from './tile-grid.ts'
 import type { ResolvedStyle, StyleResolver } from '../kml/resolved-style.ts'
 import { summaryTileFields } from '../placemarks/box-answer.ts'
@@ -221,19 +222,12 @@ function fromFields (r: SummaryFields, styles: StyleResolver): TilePlacemark {
   return placemarkOf(r, r.folder_path.length > 0 ? r.folder_path[r.folder_path.length - 1] : null, styles)
 }
 
-/** What the box index keeps of an entry that a tile reads: its summary and its packed geometry. */
-export interface TileSource {
-  idOf(i: number): number
-  summaryOf(i: number, raw?: boolean): string
-  packedGeometryOf(i: number): Geometry | null
-}
-
 /**
  * A placemark as tiles show it, from the box index's entry i: the same as from its whole summary
  * (tilePlacemark), but the summary's fields read by their keys and the geometry from the index's
  * numbers: parsing the whole summary and then its geometry's JSON was half of a zoom-12 tile's time.
  */
-export function entryTilePlacemark (index: TileSource, i: number, styles: StyleResolver): TilePlacemark {
+export function entryTilePlacemark (index: Pick<BoxIndex, 'idOf' | 'summaryOf' | 'packedGeometryOf'>, i: number, styles: StyleResolver): TilePlacemark {
   const summary = index.summaryOf(i, false)
   const f = summaryTileFields(summary)
   if (f === null) return tilePlacemark(summary, styles)
@@ -255,22 +249,15 @@ export function entryTilePlacemark (index: TileSource, i: number, styles: StyleR
   }
 }
 
-// A point's position from its geometry's JSON text, escaped in the summary (`{\"type\":\"Point\",\"coordinates\":[lon,lat]}`),
-// or null when the text is not that: the numbers as JSON.parse reads them.
+// A point's position from its geometry's JSON text, escaped in the summary (`{\"type\":\"Point\",\"coordinates\":[lon,lat]}`):
+// its coordinates array holds no quote, so it is JSON as it stands. Null when the text is not that.
 function pointOf (summary: string, start: number, end: number): Geometry | null {
   const open = summary.indexOf('[', start)
   const close = summary.indexOf(']', open)
   if (open === -1 || close === -1 || close > end) return null
-  const comma = summary.indexOf(',', open)
-  if (comma === -1 || comma > close) return null
-  const next = summary.indexOf(',', comma + 1)
-  const lon = summary.slice(open + 1, comma)
-  const lat = summary.slice(comma + 1, next === -1 || next > close ? close : next)
-  if (!NUMBER.test(lon) || !NUMBER.test(lat)) return null
-  return { type: 'Point', coordinates: [Number(lon), Number(lat)] }
+  const c = JSON.parse(summary.slice(open, close + 1)) as unknown[]
+  return typeof c[0] === 'number' && typeof c[1] === 'number' ? { type: 'Point', coordinates: [c[0], c[1]] } : null
 }
-
-const NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/
 
 /**
  * The fields of a placemark a tile shows, as the database path reads them (db/placemarks.ts
